@@ -1,0 +1,58 @@
+# ascendops: the two commands a user needs are `make sim` and `make test` (see README.md).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+VENV := .venv
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+NODES ?= 2
+NPUS ?= 2
+
+.PHONY: help setup packages sim-image sim-up sim-down sim lint sanity unit molecule test build clean
+
+help:
+	@echo "make sim   - set up, bring up the simulated cluster ($(NODES) nodes x $(NPUS) NPUs), run site.yml"
+	@echo "make test  - set up, then lint, ansible-test sanity, pytest and every molecule scenario"
+	@echo "other: setup packages sim-image sim-up sim-down lint sanity unit molecule build clean"
+
+setup:
+	scripts/setup.sh
+
+# Simulated vendor packages (SIMULATION ONLY): sim/build/packages/{current,previous}
+packages: setup
+	sim/packages/build-all.sh
+
+sim-image: setup
+	sim/image/build.sh
+
+sim-up: sim-image packages
+	sim/cluster.sh up --nodes $(NODES) --npus $(NPUS)
+
+sim-down:
+	sim/cluster.sh down
+
+# The main job on the simulated cluster: bring it up and run the whole site playbook against it.
+sim: sim-up
+	ansible-playbook site.yml -i inventories/sim
+
+lint: setup
+	ruff check .
+	yamllint -s .
+	ansible-lint --profile production
+
+sanity: setup
+	scripts/sanity.sh
+
+unit: setup
+	pytest
+
+molecule: sim-image packages
+	scripts/molecule-all.sh
+
+test: setup
+	scripts/test-all.sh
+
+build: setup
+	ansible-galaxy collection build --force --output-path build/
+
+clean:
+	rm -rf build .cache/ansible-test .pytest_cache .ruff_cache

@@ -1,0 +1,22 @@
+"""Smoke verifier: the simulated node is a systemd host Ansible can manage."""
+
+import json
+
+
+def test_systemd_is_pid1_and_running(host):
+    assert host.process.get(pid=1).comm == "systemd"
+    state = host.run("systemctl is-system-running").stdout.strip()
+    assert state in ("running", "degraded"), state
+    assert host.service("ssh").is_running
+
+
+def test_simulated_hardware_present_but_no_driver(host):
+    hw = json.loads(host.file("/etc/ascend-sim/hardware.json").content_string)
+    assert hw["npu_count"] >= 1
+    assert not host.file("/usr/local/Ascend/driver/version.info").exists
+    assert not host.exists("npu-smi")
+
+
+def test_module_result_written_by_converge(host):
+    seen = json.loads(host.file("/root/smoke-npu.json").content_string)
+    assert seen == {"count": 0, "driver_installed": False, "os": "Debian 12"}

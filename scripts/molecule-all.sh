@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs every molecule scenario (or those named as arguments) one after another and prints a
+# per-scenario timing summary. Exit status is non-zero if any scenario failed.
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+export PATH=$repo/.venv/bin:$PATH ANSIBLE_CONFIG=$repo/ansible.cfg
+if [ $# -gt 0 ]; then scenarios=("$@"); else
+  mapfile -t scenarios < <(for f in molecule/*/molecule.yml; do basename "$(dirname "$f")"; done)
+fi
+declare -a rows; failed=0
+for s in "${scenarios[@]}"; do
+  start=$(date +%s)
+  echo "=== molecule scenario: $s"
+  if molecule test -s "$s"; then result=passed; else result=FAILED; failed=$((failed + 1)); fi
+  rows+=("$(printf '%-28s %-7s %5ss' "$s" "$result" "$(( $(date +%s) - start ))")")
+done
+echo
+echo "molecule timing summary"
+printf '%s\n' "${rows[@]}"
+echo "$(( ${#scenarios[@]} - failed )) passed, $failed failed"
+exit $(( failed > 0 ))

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# SIMULATION ONLY. Brings the simulated Ascend cluster up or down: N privileged podman containers
+# running systemd, each a "server" with its own hostname, a fixed address on a management network
+# (Ansible reaches it over SSH with a generated key, like a real server), a second network that
+# stands in for the RoCE fabric of the device NICs, and a volume for /var/lib/docker so a container
+# engine can run inside. The simulated hardware (NPU count and model) is written into each node.
+#
+#   sim/cluster.sh up [--nodes N] [--npus M] [--model 910B1]
+#   sim/cluster.sh down
+#   sim/cluster.sh status
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+image=${SIM_IMAGE:-localhost/ascendops-sim-node:latest}
+state=${SIM_STATE:-$repo/.cache/sim}
+prefix=${SIM_PREFIX:-ascend-sim}
+mgmt_net=${prefix}-mgmt
+roce_net=${prefix}-roce
+mgmt_cidr=${SIM_MGMT_SUBNET:-10.89.10}     # nodes: .11, .12, ...
+roce_cidr=${SIM_ROCE_SUBNET:-192.168.100}  # node interfaces .2..; device IPs from the IP plan
+key=$state/id_ed25519
+
+nodes=2; npus=2; model=910B1
+cmd=${1:-}; shift || true
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --nodes) nodes=$2; shift 2 ;;
+    --npus) npus=$2; shift 2 ;;
+    --model) model=$2; shift 2 ;;
+    *) echo "unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+
+node_names() { podman ps -a --filter "label=ascendops.sim.node" --format '{{.Names}}' | sort; }
+
+down() {
+  for n in $(node_names); do podman rm -f -t 5 "$n" >/dev/null; done
+  for v in $(podman volume ls --filter "label=ascendops.sim.node" --format '{{.Name}}'); do
+    podman volume rm -f "$v" >/dev/null
+  done
+  for net in "$mgmt_net" "$roce_net"; do
+    podman network exists "$net" && podman network rm -f "$net" >/dev/null
+  done
+  rm -f "$state/hosts.yml"
+  echo "simulated cluster removed"
+}
+
+wait_ssh() {
+  local ip=$1 i
+  for i in $(seq 1 60); do
+    if ssh -i "$key" -o BatchMode=yes -o ConnectTimeout=2 -o StrictHostKeyChecking=no \
+         -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "root@$ip" true 2>/dev/null; then
+      return 0
+    fi
+    sleep 1
+  done
+  echo "node $ip did not answer on SSH within 60 s" >&2
+  return 1
+}
+
+up() {
+  "$repo/scripts/host-setup.sh"
+  "$here/image/build.sh"
+  mkdir -p "$state"
+  [ -f "$key" ] || ssh-keygen -q -t ed25519 -N '' -C ascendops-sim -f "$key"
+  podman network exists "$mgmt_net" ||
+    podman network create --subnet "$mgmt_cidr.0/24" --label ascendops.sim.node "$mgmt_net" >/dev/null
+  podman network exists "$roce_net" ||
+    podman network create --subnet "$roce_cidr.0/24" --label ascendops.sim.node "$roce_net" >/dev/null
+  local i name ip hosts=""
+  for i in $(seq 1 "$nodes"); do
+    name=node$i; ip=$mgmt_cidr.$((10 + i))
+    if ! podman container exists "$prefix-$name"; then
+      podman volume exists "$prefix-$name-docker" ||
+        podman volume create --label ascendops.sim.node="$name" "$prefix-$name-docker" >/dev/null
+      podman run -d --name "$prefix-$name" --hostname "$name" --privileged \
+        --label ascendops.sim.node="$name" --restart=always \
+        --network "$mgmt_net:ip=$ip" --network "$roce_net:ip=$roce_cidr.$((1 + i))" \
+        -v "$prefix-$name-docker:/var/lib/docker" \
+        "$image" >/dev/null
+    fi
+    podman exec "$prefix-$name" sh -c 'install -d -m 0700 /root/.ssh && cat > /root/.ssh/authorized_keys' < "$key.pub"
+    podman exec "$prefix-$name" ascend-sim hardware --npus "$npus" --model "$model" --nic-interface eth1 >/dev/null
+    hosts+="        $name:\n          ansible_host: $ip\n"
+  done
+  write_inventory "$hosts"
+  for i in $(seq 1 "$nodes"); do wait_ssh "$mgmt_cidr.$((10 + i))"; done
+  printf 'SIM_NODES=%s\nSIM_NPUS=%s\nSIM_MODEL=%s\n' "$nodes" "$npus" "$model" > "$state/cluster.env"
+  echo "simulated cluster up: $nodes nodes x $npus NPUs ($model); inventory inventories/sim"
+}
+
+# inventories/sim/hosts.yml follows the cluster's size (the committed file is the default, 2 nodes).
+write_inventory() {
+  local inv=$repo/inventories/sim/hosts.yml
+  {
+    echo "---"
+    echo "# Written by sim/cluster.sh up (SIMULATION ONLY): the simulated cluster's nodes."
+    echo "all:"
+    echo "  children:"
+    echo "    npu_nodes:"
+    echo "      hosts:"
+    printf '%b' "$1"
+  } > "$inv.tmp"
+  mv "$inv.tmp" "$inv"
+}
+
+status() {
+  podman ps -a --filter "label=ascendops.sim.node" --format '{{.Names}}  {{.Status}}  {{.Networks}}'
+}
+
+case "$cmd" in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  *) sed -n '2,12p' "$0"; exit 2 ;;
+esac
