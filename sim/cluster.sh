@@ -79,7 +79,7 @@ up() {
         -v "$prefix-$name-docker:/var/lib/docker" \
         "$image" >/dev/null
     fi
-    podman exec "$prefix-$name" sh -c 'install -d -m 0700 /root/.ssh && cat > /root/.ssh/authorized_keys' < "$key.pub"
+    podman exec -i "$prefix-$name" sh -c 'install -d -m 0700 /root/.ssh && cat > /root/.ssh/authorized_keys' < "$key.pub"
     podman exec "$prefix-$name" ascend-sim hardware --npus "$npus" --model "$model" --nic-interface eth1 >/dev/null
     hosts+="        $name:\n          ansible_host: $ip\n"
   done

@@ -49,5 +49,6 @@ trap 'rm -rf "$ctx"' EXIT
 cp -a "$here/Containerfile" "$here/rootfs" "$ctx/"
 mkdir -p "$ctx/ascend-sim"
 cp -a "$repo/sim/npu/." "$ctx/ascend-sim/" 2>/dev/null || true
-podman build --quiet --build-arg BASE="$base" --label "ascendops.sim.stamp=$stamp" -t "$image" "$ctx" >/dev/null
+podman build --build-arg BASE="$base" --label "ascendops.sim.stamp=$stamp" -t "$image" "$ctx" >"$cache/build.log" 2>&1 ||
+  { tail -30 "$cache/build.log"; exit 1; }
 echo "built $image ($stamp)"

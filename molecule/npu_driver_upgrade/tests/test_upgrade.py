@@ -1,0 +1,36 @@
+"""Upgrade: firmware before driver, reboot handled, new versions running."""
+
+from conftest import CURRENT, PREVIOUS, events, installs, key_values, npu_table
+
+
+def test_install_order(host):
+    assert installs(host) == [
+        ("driver", PREVIOUS["driver"], "full"),
+        ("firmware", PREVIOUS["firmware"], "full"),
+        ("firmware", CURRENT["firmware"], "upgrade"),
+        ("driver", CURRENT["driver"], "upgrade"),
+    ]
+
+
+def test_rebooted_after_upgrade(host):
+    log = events(host)
+    last_install = max(i for i, e in enumerate(log) if e.startswith("install "))
+    assert any(e.startswith("boot") for e in log[last_install:]), log
+
+
+def test_new_versions_installed_and_running(host, expected_npus):
+    assert key_values(host, "/usr/local/Ascend/driver/version.info")["Version"] == CURRENT["driver"]
+    assert key_values(host, "/usr/local/Ascend/firmware/version.info")["Version"] == CURRENT["firmware"]
+    version, npus = npu_table(host)
+    assert version == CURRENT["driver"]
+    assert len(npus) == expected_npus and all(n["health"] == "OK" for n in npus)
+    fw = host.run("/usr/local/Ascend/driver/tools/upgrade-tool --device_index -1 --component -1 --version")
+    assert fw.rc == 0
+    assert f"Get component version({CURRENT['firmware']}) succeed for deviceId(0)" in fw.stdout
+    assert PREVIOUS["firmware"] not in fw.stdout
+
+
+def test_upgrade_kept_install_records(host):
+    info = key_values(host, "/etc/ascend_install.info")
+    assert info["UserName"] == "HwHiAiUser"
+    assert info["Driver_Install_Path_Param"] == "/usr/local/Ascend"
