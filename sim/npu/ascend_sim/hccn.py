@@ -1,0 +1,231 @@
+"""SIMULATION ONLY - not Huawei software. Stand-in for ``hccn_tool`` (Ascend device-NIC tool).
+
+Supported (``hccn_tool -i N ...``): ``-ip -s address A netmask M``, ``-ip -g``, ``-netdetect -s
+address D``, ``-netdetect -g``, ``-gateway -s gateway G``, ``-gateway -g``, ``-tls -s enable 0|1``,
+``-tls -g``, ``-link -g``, ``-net_health -g``, ``-speed -g``, ``-ping -g address X [pkt N]``.
+Set commands print ``Cmd executed successfully!``. Configuration lives in the simulator state
+(the device), never in ``/etc/hccn.conf``: that file is written by the administrator (the roles)
+and re-applied by ``ascend-sim boot`` at every boot, as the driver does on real hardware.
+
+Like the real tool, a second hccn_tool running at the same time on a node fails with
+``hccn_tool is busy, please try again`` (exit 1); ``ascend-sim fault hccn-busy [count]`` injects the
+same failure for the next ``count`` calls. Callers must serialise per node and retry.
+"""
+
+import fcntl
+import os
+
+from . import hardware, netcfg, paths, state
+from .devices import driver_initialised
+from .npusmi import DCMI_INIT_FAILED
+
+OK = "Cmd executed successfully!"
+BUSY = "hccn_tool is busy, please try again"
+SPEED = "Speed: 100000 Mb/s"
+
+USAGE = """Usage: hccn_tool -i <device_id> <command> [-s|-g] [key value ...]
+  -ip -s address <ip> netmask <mask> | -ip -g
+  -netdetect -s address <ip>         | -netdetect -g
+  -gateway -s gateway <ip>           | -gateway -g
+  -tls -s enable <0|1>               | -tls -g
+  -link -g | -net_health -g | -speed -g
+  -ping -g address <ip> [pkt <count>]"""
+
+_SPEC = {
+    ("-ip", "-s"): ("address", "netmask"),
+    ("-ip", "-g"): (),
+    ("-netdetect", "-s"): ("address",),
+    ("-netdetect", "-g"): (),
+    ("-gateway", "-s"): ("gateway",),
+    ("-gateway", "-g"): (),
+    ("-tls", "-s"): ("enable",),
+    ("-tls", "-g"): (),
+    ("-link", "-g"): (),
+    ("-net_health", "-g"): (),
+    ("-speed", "-g"): (),
+    ("-ping", "-g"): ("address",),
+}
+_OPTIONAL = {("-ping", "-g"): ("pkt",)}
+
+
+class UsageError(Exception):
+    pass
+
+
+def parse(argv: list[str]) -> tuple[int, str, str, dict]:
+    if len(argv) < 4 or argv[0] != "-i" or not argv[1].isdigit():
+        raise UsageError("missing or invalid -i <device_id>")
+    device = int(argv[1])
+    cmd, mode, rest = argv[2], argv[3], argv[4:]
+    if (cmd, mode) not in _SPEC:
+        raise UsageError(f"unsupported command {cmd} {mode}")
+    if len(rest) % 2:
+        raise UsageError("parameters must be key value pairs")
+    params = dict(zip(rest[::2], rest[1::2], strict=True))
+    required = _SPEC[(cmd, mode)]
+    allowed = set(required) | set(_OPTIONAL.get((cmd, mode), ()))
+    unknown = sorted(set(params) - allowed)
+    if unknown:
+        raise UsageError(f"unknown parameter {unknown[0]}")
+    missing = [k for k in required if k not in params]
+    if missing:
+        raise UsageError(f"missing parameter {missing[0]}")
+    return device, cmd, mode, params
+
+
+def net_health(hw: dict, npu: dict) -> str:
+    if npu["link"] != "up":
+        return "Fault"
+    if not npu["ipaddr"] or not npu["netmask"] or not npu["netdetect"]:
+        return "Init"
+    if hw["nic_interface"]:
+        try:
+            reachable = netcfg.real_ping(npu["ipaddr"], npu["netdetect"], 1) > 0
+        except netcfg.NetError:
+            reachable = False
+    else:
+        reachable = netcfg.same_subnet(npu["ipaddr"], npu["netmask"], npu["netdetect"])
+    return "Success" if reachable else "Fault"
+
+
+def ping(hw: dict, st: dict, device: int, target: str, count: int) -> str:
+    npu = st["npus"][str(device)]
+    received = 0
+    if npu["link"] == "up" and npu["ipaddr"]:
+        if hw["nic_interface"]:
+            received = netcfg.real_ping(npu["ipaddr"], target, count)
+        else:
+            local = {
+                n["ipaddr"] for n in st["npus"].values() if n["ipaddr"] and n["link"] == "up"
+            }
+            received = count if target in local else 0
+    received = min(received, count)
+    lines = [f"device {device} PING {target}"]
+    for seq in range(count):
+        if seq < received:
+            lines.append(f"recv seq={seq},time={0.052 + seq * 0.011:.6f}ms")
+        else:
+            lines.append(f"recv time out seq={seq}")
+    loss = 100.0 * (count - received) / count
+    lines.append(f"{count} packets transmitted, {received} received, {loss:.2f}% packet loss")
+    return "\n".join(lines)
+
+
+def _busy_lock():
+    path = paths.host_path(paths.HCCN_LOCK)
+    paths.ensure_parent(path)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _set(hw: dict, device: int, cmd: str, params: dict) -> str | None:
+    """Apply a set command; returns an error message or None."""
+    with state.update() as st:
+        npu = st["npus"][str(device)]
+        if cmd == "-ip":
+            ip, mask = params["address"], params["netmask"]
+            if not netcfg.valid_ip(ip):
+                return f"Invalid ip address: {ip}"
+            try:
+                netcfg.netmask_prefix(mask)
+            except netcfg.NetError:
+                return f"Invalid netmask: {mask}"
+            if hw["nic_interface"]:
+                try:
+                    netcfg.set_address(hw["nic_interface"], npu["ipaddr"], npu["netmask"], ip, mask)
+                except netcfg.NetError as exc:
+                    return str(exc)
+            npu["ipaddr"], npu["netmask"] = ip, mask
+        elif cmd == "-netdetect":
+            if not netcfg.valid_ip(params["address"]):
+                return f"Invalid netdetect address: {params['address']}"
+            npu["netdetect"] = params["address"]
+        elif cmd == "-gateway":
+            if not netcfg.valid_ip(params["gateway"]):
+                return f"Invalid gateway: {params['gateway']}"
+            npu["gateway"] = params["gateway"]
+        elif cmd == "-tls":
+            if params["enable"] not in ("0", "1"):
+                return f"Invalid tls enable value: {params['enable']} (0:disable, 1:enable)"
+            npu["tls"] = int(params["enable"])
+    return None
+
+
+def _get(hw: dict, st: dict, device: int, cmd: str, params: dict) -> tuple[int, str]:
+    npu = st["npus"][str(device)]
+    if cmd == "-ip":
+        return 0, f"ipaddr:{npu['ipaddr'] or ''}\nnetmask:{npu['netmask'] or ''}"
+    if cmd == "-netdetect":
+        return 0, f"netdetect address: {npu['netdetect'] or ''}"
+    if cmd == "-gateway":
+        return 0, f"default gateway:{npu['gateway'] or ''}, Iface:eth{device}"
+    if cmd == "-tls":
+        return 0, (
+            f"dev_id:{device}, tls switch[{npu['tls']}](0:disable, 1:enable), "
+            "tls preconfigured[1](0:non-preset, 1:preset), tls alarm time threshold[60]days"
+        )
+    if cmd == "-link":
+        return 0, f"link status: {'UP' if npu['link'] == 'up' else 'DOWN'}"
+    if cmd == "-net_health":
+        return 0, f"net health status: {net_health(hw, npu)}"
+    if cmd == "-speed":
+        return 0, SPEED
+    if cmd == "-ping":
+        target = params["address"]
+        if not netcfg.valid_ip(target):
+            return 1, f"Invalid ping address: {target}"
+        pkt = params.get("pkt", "3")
+        if not pkt.isdigit() or not 1 <= int(pkt) <= 1000:
+            return 1, f"Invalid pkt value: {pkt}"
+        try:
+            return 0, ping(hw, st, device, target, int(pkt))
+        except netcfg.NetError as exc:
+            return 1, str(exc)
+    raise AssertionError(cmd)
+
+
+def main(argv: list[str]) -> int:
+    try:
+        device, cmd, mode, params = parse(argv)
+    except UsageError as exc:
+        print(f"Parameter error: {exc}")
+        print(USAGE)
+        return 1
+    lock = _busy_lock()
+    if lock is None:
+        print(BUSY)
+        return 1
+    try:
+        with state.update() as st:
+            injected = st["hccn_busy"] > 0
+            if injected:
+                st["hccn_busy"] -= 1
+        if injected:
+            print(BUSY)
+            return 1
+        hw = hardware.load()
+        st = state.load()
+        if not driver_initialised(st):
+            print(DCMI_INIT_FAILED)
+            return 1
+        if device >= hw["npu_count"]:
+            print(f"Device id {device} is invalid.")
+            return 1
+        if mode == "-s":
+            error = _set(hw, device, cmd, params)
+            if error:
+                print(error)
+                return 1
+            print(OK)
+            return 0
+        rc, text = _get(hw, st, device, cmd, params)
+        print(text)
+        return rc
+    finally:
+        os.close(lock)
+

@@ -1,0 +1,135 @@
+"""SIMULATION ONLY - not Huawei software. Stand-in for ``npu-smi`` (Ascend 910B).
+
+Supported: ``npu-smi info`` (the 910B table: two lines per NPU, then the process table),
+``npu-smi info -l`` and ``npu-smi info -t topo``. The header shows the npu-smi (installed driver
+package) version and ``Version:`` the *running* driver version. Before the first boot after a
+fresh driver install (no ``/dev/davinci_manager``) every query prints
+``dcmi module initialize failed. ret is -8005`` and exits 1, like the real tool.
+"""
+
+import sys
+
+from . import hardware, installinfo, state
+from .devices import driver_initialised
+
+DCMI_INIT_FAILED = "dcmi module initialize failed. ret is -8005"
+
+BORDER_TOP = "+" + "-" * 96 + "+"
+BORDER_COLS = "+" + "-" * 27 + "+" + "-" * 15 + "+" + "-" * 52 + "+"
+BORDER_ROWS = "+" + "=" * 27 + "+" + "=" * 15 + "+" + "=" * 52 + "+"
+HEADER_1 = "| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|"
+HEADER_2 = "| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |"
+PROC_HEADER = "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |"
+
+USAGE = """Usage: npu-smi info [-l | -t topo]
+  info            Show the NPU summary table.
+  info -l         Show the NPU list.
+  info -t topo    Show the topology between NPUs.
+(SIMULATION stand-in: other npu-smi commands are not simulated.)"""
+
+
+def _usage_pair(used, total) -> str:
+    return f"{str(used):<5}/ {total}"
+
+
+def _telemetry(npu: int) -> tuple[str, int, int]:
+    power = 88.4 + (npu * 37 % 23) / 10
+    temp = 46 + npu * 3 % 7
+    hbm_used = 4175 + npu * 13 % 41
+    return f"{power:.1f}", temp, hbm_used
+
+
+def format_info(hw: dict, st: dict, tool_version: str) -> str:
+    running = st["running"]["driver"] or ""
+    lines = [
+        BORDER_TOP,
+        f"| npu-smi {tool_version:<24} Version: {running:<53}|",
+        BORDER_COLS,
+        HEADER_1,
+        HEADER_2,
+        BORDER_ROWS,
+    ]
+    for i in range(hw["npu_count"]):
+        npu = st["npus"][str(i)]
+        power, temp, hbm_used = _telemetry(i)
+        lines.append(
+            f"| {i:<6}{hw['model']:<20}| {npu['health']:<14}| {power:<12}{temp:<18}{_usage_pair(0, 0):<21}|"
+        )
+        lines.append(
+            f"| {0:<26}| {hardware.bus_id(i):<14}| {0:<12}{_usage_pair(0, 0):<18}"
+            f"{_usage_pair(hbm_used, hw['hbm_mb']):<21}|"
+        )
+        lines.append(BORDER_ROWS)
+    lines.append(BORDER_COLS)
+    lines.append(PROC_HEADER)
+    lines.append(BORDER_ROWS)
+    for i in range(hw["npu_count"]):
+        lines.append(f"| {'No running processes found in NPU ' + str(i):<95}|")
+        lines.append(BORDER_ROWS)
+    return "\n".join(lines) + "\n"
+
+
+def format_list(hw: dict) -> str:
+    lines = [f"\t{'Total Count':<31}: {hw['npu_count']}", ""]
+    for i in range(hw["npu_count"]):
+        lines += [
+            f"\t{'NPU ID':<31}: {i}",
+            f"\t{'Product Name':<31}: IT21PDDA01",
+            f"\t{'Serial Number':<31}: 102{hw['model'][-2:]}SIM{i:07d}",
+            f"\t{'Chip Count':<31}: 1",
+            "",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def cpu_affinity(npu: int, npu_count: int) -> str:
+    # Kunpeng 920 (192 cores, 4 NUMA nodes of 48): NPUs spread evenly over the NUMA nodes.
+    per_node = max(1, (npu_count + 3) // 4)
+    node = min(3, npu // per_node)
+    start = node * 48 + 24 * (npu % per_node % 2)
+    return f"{start}-{start + 23}"
+
+
+def format_topo(hw: dict) -> str:
+    n = hw["npu_count"]
+    width = 11
+    lines = [" " * width + "".join(f"{'NPU' + str(j):<{width}}" for j in range(n)) + "CPU Affinity"]
+    for i in range(n):
+        cells = "".join(f"{('X' if i == j else 'HCCS'):<{width}}" for j in range(n))
+        lines.append(f"{'NPU' + str(i):<{width}}{cells}{cpu_affinity(i, n)}")
+    lines += [
+        "",
+        "Legend:",
+        "",
+        "  X    = Self",
+        "  SYS  = Path traversing PCIe and NUMA nodes. Nodes are connected through SMP, such as QPI, UPI.",
+        "  PHB  = Path traversing PCIe and the PCIe host bridge of a CPU.",
+        "  PIX  = Path traversing a single PCIe switch",
+        "  PXB  = Path traversing multipul PCIe switches",
+        "  HCCS = Connection traversing HCCS.",
+        "  NA   = Unknown relationship.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    if argv in ([], ["-h"], ["--help"]):
+        print(USAGE)
+        return 0 if argv else 1
+    if argv[0] != "info" or argv[1:] not in ([], ["-l"], ["-t", "topo"]):
+        print(f"Error: unsupported command: npu-smi {' '.join(argv)}")
+        print(USAGE)
+        return 1
+    hw = hardware.load()
+    st = state.load()
+    if not driver_initialised(st):
+        print(DCMI_INIT_FAILED)
+        return 1
+    if argv[1:] == ["-l"]:
+        sys.stdout.write(format_list(hw))
+    elif argv[1:] == ["-t", "topo"]:
+        sys.stdout.write(format_topo(hw))
+    else:
+        tool_version = installinfo.installed_driver_version() or st["running"]["driver"]
+        sys.stdout.write(format_info(hw, st, tool_version))
+    return 0

@@ -1,0 +1,639 @@
+#!/usr/bin/env python3
+"""SIMULATION ONLY - not Huawei software. The install logic of the simulated Ascend .run packages.
+
+Embedded in every package built by ``sim/packages/build.sh`` next to ``package.info`` and the
+``ascend_sim`` library; ``install.sh`` runs it with the flags makeself passed through. It follows
+the installer rules of ``docs/sim-contract.md`` (flags, refusals, messages, exit codes, files
+written) and honours ``$ASCEND_SIM_ROOT`` like the rest of the simulator.
+
+Also installed next to the driver tools and the firmware scripts so that
+``<path>/driver/script/uninstall.sh`` and ``<path>/firmware/script/uninstall.sh`` can run it with
+``--sim-uninstall=driver|firmware``.
+"""
+
+import json
+import os
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+sys.dont_write_bytecode = True
+sys.path.insert(0, HERE)
+
+from ascend_sim import accounts, events, installinfo, paths, state  # noqa: E402
+
+DEFAULT_USER = "HwHiAiUser"
+DKMS_FAILED = "Dkms install failed, details in : var/log/ascend_seclog/ascend_install.log."
+DKMS_PROMPT = "Do you want to try build driver after input kernel absolute path? [y/n]"
+DRIVER_OK = "Driver package installed successfully! Reboot needed for installation/upgrade to take effect!"
+FIRMWARE_OK = (
+    "Firmware package installed successfully! Reboot now or after driver installation "
+    "for the installation/upgrade to take effect."
+)
+
+KINDS = {
+    "driver": {"title": "Ascend-hdk-910b-npu-driver", "tag": "Driver", "actions": ("full", "upgrade"),
+               "root": True},
+    "firmware": {"title": "Ascend-hdk-910b-npu-firmware", "tag": "Firmware", "actions": ("full", "upgrade"),
+                 "root": True},
+    "toolkit": {"title": "Ascend-cann-toolkit", "tag": "Toolkit", "actions": ("install", "upgrade"),
+                "root": False},
+    "kernels": {"title": "Ascend-cann-kernels-910b", "tag": "Kernels", "actions": ("install", "upgrade"),
+                "root": False},
+    "docker-runtime": {"title": "Ascend-docker-runtime", "tag": "Docker-Runtime",
+                       "actions": ("install", "upgrade", "uninstall"), "root": True},
+}
+RUNTIME_SCENES = ("docker", "containerd", "isula")
+BASE_LIST = """\
+/usr/local/Ascend/driver/lib64
+/usr/local/Ascend/driver/include
+/usr/local/Ascend/driver/tools/hccn_tool
+/usr/local/Ascend/driver/version.info
+/usr/local/dcmi
+/usr/local/bin/npu-smi
+/etc/ascend_install.info
+/etc/hccn.conf
+"""
+
+
+class UsageError(Exception):
+    """Bad command line: [ERROR] line, then the usage."""
+
+
+class Failure(Exception):
+    """Refused or failed: one [ERROR] line, exit 1."""
+
+
+class Run:
+    """One installer run: options, console and install-log output."""
+
+    def __init__(self, kind: str, version: str, quiet: bool = False):
+        self.kind = kind
+        self.meta = KINDS[kind]
+        self.version = version
+        self.quiet = quiet
+        self.log_lines: list[str] = []
+
+    def _stamp(self, level: str, msg: str) -> str:
+        now = time.strftime("%Y-%m-%d %H:%M:%S")
+        return f"[{self.meta['tag']}] [{now}] [{level}]{msg}"
+
+    def info(self, msg: str) -> None:
+        line = self._stamp("INFO", msg)
+        self.log_lines.append(line)
+        if not self.quiet:
+            print(line, flush=True)
+
+    def detail(self, msg: str) -> None:
+        """Only in the install log."""
+        self.log_lines.append(self._stamp("INFO", msg))
+
+    def error(self, msg: str) -> None:
+        self.log_lines.append(self._stamp("ERROR", msg))
+        print(f"[ERROR]{msg}", flush=True)
+
+    def flush_log(self) -> None:
+        path = paths.host_path(paths.INSTALL_LOG)
+        paths.ensure_parent(path)
+        with open(path, "a", encoding="utf-8") as f:
+            for line in self.log_lines:
+                f.write(line + "\n")
+        self.log_lines = []
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def usage(kind: str) -> str:
+    meta = KINDS[kind]
+    actions = " | ".join(f"--{a}" for a in meta["actions"])
+    lines = [
+        f"Usage: ./{meta['title']}_<version>_linux-<arch>.run [makeself options] {actions} [options]",
+        "Options:",
+        "  --install-path=<path>        install directory (default /usr/local/Ascend)",
+        "  --install-username=<user>    run user (with --install-usergroup; default HwHiAiUser)",
+        "  --install-usergroup=<group>  run group (with --install-username; default HwHiAiUser)",
+        "  --install-for-all            let all users use the installed software",
+        "  --quiet                      no interaction, errors only",
+    ]
+    if kind == "docker-runtime":
+        lines.append("  --install-scene=<docker|containerd|isula>  container engine (default docker)")
+    lines.append("  --upgrade cannot be combined with --install-username, --install-usergroup, --install-for-all")
+    return "\n".join(lines)
+
+
+def parse(argv: list[str], kind: str) -> dict:
+    meta = KINDS[kind]
+    opts = {"actions": [], "user": None, "group": None, "for_all": False, "path": None,
+            "quiet": False, "scene": None}
+    for arg in argv:
+        name, eq, value = arg.partition("=")
+        if not eq and name.startswith("--") and name[2:] in meta["actions"]:
+            opts["actions"].append(name[2:])
+        elif eq and name == "--install-username":
+            opts["user"] = value
+        elif eq and name == "--install-usergroup":
+            opts["group"] = value
+        elif eq and name == "--install-path":
+            opts["path"] = value
+        elif eq and name == "--install-scene" and kind == "docker-runtime":
+            opts["scene"] = value
+        elif not eq and name == "--install-for-all":
+            opts["for_all"] = True
+        elif not eq and name in ("--quiet", "--nox11"):
+            opts["quiet"] = opts["quiet"] or name == "--quiet"
+        else:
+            raise UsageError(f"Unsupported parameter: {arg}")
+    for key, flag in (("user", "--install-username"), ("group", "--install-usergroup"),
+                      ("path", "--install-path"), ("scene", "--install-scene")):
+        if opts[key] == "":
+            raise UsageError(f"The value of {flag}= is empty")
+    if not opts["actions"]:
+        raise UsageError(
+            "No operation specified. Use one of: " + ", ".join(f"--{a}" for a in meta["actions"]) + "."
+        )
+    return opts
+
+
+def which(tool: str) -> str | None:
+    return shutil.which(tool)
+
+
+def write_text(real_path: str, text: str, mode: int = 0o644) -> None:
+    path = paths.host_path(real_path)
+    paths.ensure_parent(path)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def copy_lib(dest_real_dir: str) -> None:
+    """Copy the simulator library and this installer to ``dest_real_dir`` (a real path)."""
+    dest = paths.host_path(dest_real_dir)
+    if os.path.isdir(dest):
+        shutil.rmtree(dest)
+    os.makedirs(dest, mode=0o755)
+    shutil.copytree(os.path.join(HERE, "ascend_sim"), os.path.join(dest, "ascend_sim"),
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copy2(os.path.join(HERE, "ascend_install.py"), os.path.join(dest, "ascend_install.py"))
+    for base, dirs, files in os.walk(dest):
+        for d in dirs:
+            os.chmod(os.path.join(base, d), 0o755)
+        for f in files:
+            os.chmod(os.path.join(base, f), 0o644)
+
+
+def uninstall_script(kind: str, install_path: str, lib_rel: str) -> str:
+    return f"""#!/bin/bash
+# SIMULATION ONLY - ascendops stand-in for the vendor's {kind} uninstall.sh; not Huawei software.
+set -euo pipefail
+here=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
+exec python3 -B "$here/{lib_rel}/ascend_install.py" --sim-uninstall={kind} --install-path={install_path} "$@"
+"""
+
+
+def check_user(run: Run, user: str, group: str) -> None:
+    if accounts.user(user) is None:
+        raise Failure(
+            f"The user {user} does not exist. Create the user and group before installing "
+            f"(default {DEFAULT_USER}), or pass --install-username=<user> --install-usergroup=<group>."
+        )
+    if accounts.group(group) is None:
+        raise Failure(
+            f"The group {group} does not exist. Create the user and group before installing "
+            f"(default {DEFAULT_USER}), or pass --install-username=<user> --install-usergroup=<group>."
+        )
+    if not accounts.user_in_group(user, group):
+        raise Failure(f"The user {user} does not belong to the group {group}.")
+    run.detail(f"Install user: {user}, group: {group}")
+
+
+def check_arch(pkg: dict) -> None:
+    arch = pkg.get("arch")
+    machine = os.uname().machine
+    if arch and arch != machine:
+        raise Failure(
+            f"The architecture of the package ({arch}) does not match the system architecture ({machine})."
+        )
+
+
+# ----------------------------------------------------------------------------- driver
+
+def driver_prerequisites(run: Run, opts: dict) -> None:
+    missing = [tool for tool in ("lspci", "ifconfig") if which(tool) is None]
+    if missing:
+        raise Failure("The list of missing tools: " + "".join(f"{t}," for t in missing))
+    kernel = os.uname().release
+    build = f"/lib/modules/{kernel}/build"
+    problems = []
+    if which("dkms") is None:
+        problems.append("dkms is not installed (apt-get install dkms)")
+    if not os.path.isdir(paths.host_path(build)):
+        problems.append(f"kernel headers not found: {build} (apt-get install linux-headers-{kernel})")
+    if not problems:
+        run.detail(f"dkms and kernel headers for {kernel} found")
+        return
+    for problem in problems:
+        run.log_lines.append(run._stamp("ERROR", problem))
+    if opts["quiet"]:
+        raise Failure(DKMS_FAILED)
+    print(DKMS_PROMPT, flush=True)
+    answer = sys.stdin.readline().strip().lower()
+    if answer not in ("y", "yes"):
+        raise Failure(DKMS_FAILED)
+    print("Please input the kernel absolute path:", flush=True)
+    kpath = sys.stdin.readline().strip()
+    if not kpath.startswith("/") or not os.path.isdir(paths.host_path(kpath)) or which("dkms") is None:
+        run.log_lines.append(run._stamp("ERROR", f"cannot build the driver against {kpath!r}"))
+        raise Failure(DKMS_FAILED)
+    run.detail(f"building the driver against {kpath}")
+
+
+def install_driver(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> int:
+    drv = f"{path}/driver"
+    installed = installinfo.installed_driver_version(path)
+    if mode == "full" and installed:
+        raise Failure(
+            f"The driver package (version {installed}) is already installed in {path}. "
+            "Use --upgrade to upgrade it."
+        )
+    if mode == "upgrade" and not installed:
+        raise Failure(f"The driver package is not installed in {path}. Use --full to install it.")
+    driver_prerequisites(run, opts)
+    run.info(f"{'Upgrade' if mode == 'upgrade' else 'Installation'} of driver {pkg['version']} begins, "
+             f"install path {path}")
+    host_drv = paths.host_path(drv)
+    if os.path.isdir(host_drv):
+        shutil.rmtree(host_drv)
+    shutil.copytree(os.path.join(HERE, "driver"), host_drv)
+    os.chmod(host_drv, 0o755)
+    for name in ("lib64", "include", "kernel"):
+        os.makedirs(os.path.join(host_drv, name), mode=0o755, exist_ok=True)
+    copy_lib(f"{drv}/tools/.ascend_sim")
+    for tool in ("hccn_tool", "upgrade-tool"):
+        os.chmod(os.path.join(host_drv, "tools", tool), 0o755)
+    os.chmod(os.path.join(host_drv, "version.info"), 0o444)
+    write_text(f"{drv}/script/uninstall.sh", uninstall_script("driver", path, "../tools/.ascend_sim"), 0o755)
+    with open(os.path.join(HERE, "npu-smi"), encoding="utf-8") as f:
+        npu_smi = f.read().replace("@ASCEND_SIM_LIBDIR@", f"{drv}/tools/.ascend_sim")
+    write_text(paths.NPU_SMI, npu_smi, 0o755)
+    write_text(f"{paths.DCMI_DIR}/dcmi_interface_api.h",
+               "/* SIMULATION placeholder for the vendor's DCMI header (ascendops simulated cluster). */\n")
+    info = installinfo.read_install_info()
+    if mode == "full":
+        updates = {
+            "UserName": opts["run_user"],
+            "UserGroup": opts["run_group"],
+            "Driver_Install_Type": "full",
+            "Driver_Install_Path_Param": path,
+            "Driver_Install_For_All": "yes" if opts["for_all"] else "no",
+        }
+    else:
+        updates = {
+            "UserName": info.get("UserName", opts["run_user"]),
+            "UserGroup": info.get("UserGroup", opts["run_group"]),
+            "Driver_Install_Type": "upgrade",
+            "Driver_Install_Path_Param": path,
+            "Driver_Install_For_All": info.get("Driver_Install_For_All", "no"),
+        }
+    installinfo.update_install_info(updates)
+    state.mark_pending("driver")
+    run.info(f"Driver {pkg['version']} files installed; the running driver changes at the next reboot")
+    run.log_lines.append(run._stamp("INFO", DRIVER_OK))
+    print(DRIVER_OK, flush=True)
+    return 0
+
+
+# ----------------------------------------------------------------------------- firmware
+
+def install_firmware(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> int:
+    driver_path = installinfo.read_install_info().get("Driver_Install_Path_Param") or path
+    if not installinfo.installed_driver_version(driver_path):
+        raise Failure("The driver package is not installed. Install the driver package before the firmware package.")
+    installed = installinfo.installed_firmware_version(path)
+    if mode == "full" and installed:
+        raise Failure(
+            f"The firmware package (version {installed}) is already installed in {path}. "
+            "Use --upgrade to upgrade it."
+        )
+    if mode == "upgrade" and not installed:
+        raise Failure(f"The firmware package is not installed in {path}. Use --full to install it.")
+    run.info(f"{'Upgrade' if mode == 'upgrade' else 'Installation'} of firmware {pkg['version']} begins")
+    fw = f"{path}/firmware"
+    host_fw = paths.host_path(fw)
+    if os.path.isdir(host_fw):
+        shutil.rmtree(host_fw)
+    os.makedirs(host_fw, mode=0o755)
+    write_text(f"{fw}/version.info", f"Version={pkg['version']}\n", 0o444)
+    copy_lib(f"{fw}/script/.ascend_sim")
+    write_text(f"{fw}/script/uninstall.sh", uninstall_script("firmware", path, ".ascend_sim"), 0o755)
+    installinfo.update_install_info({
+        "Firmware_Install_Type": "upgrade" if mode == "upgrade" else "full",
+        "Firmware_Install_Path_Param": path,
+    })
+    state.mark_pending("firmware")
+    run.info(f"Firmware {pkg['version']} written to the NPUs; active after the next reboot")
+    run.log_lines.append(run._stamp("INFO", FIRMWARE_OK))
+    print(FIRMWARE_OK, flush=True)
+    return 2 if mode == "upgrade" else 0
+
+
+# ----------------------------------------------------------------------------- CANN
+
+def toolkit_version(path: str, arch: str | None) -> str | None:
+    latest = paths.host_path(f"{path}/ascend-toolkit/latest")
+    if not os.path.lexists(latest):
+        return None
+    candidates = [arch] if arch else []
+    candidates += ["aarch64", "x86_64"]
+    for a in candidates:
+        info = installinfo.read_kv_file(f"{path}/ascend-toolkit/latest/{a}-linux/ascend_toolkit_install.info")
+        if info.get("version"):
+            return info["version"]
+    return "unknown"
+
+
+SET_ENV = """\
+# SIMULATION ONLY - ascendops stand-in for the CANN toolkit's set_env.sh; not Huawei software.
+export ASCEND_TOOLKIT_HOME={tk}/latest
+export LD_LIBRARY_PATH=${{ASCEND_TOOLKIT_HOME}}/lib64:${{ASCEND_TOOLKIT_HOME}}/lib64/plugin/opskernel:\
+${{ASCEND_TOOLKIT_HOME}}/lib64/plugin/nnengine:\
+${{ASCEND_TOOLKIT_HOME}}/opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/$(arch):$LD_LIBRARY_PATH
+export LD_LIBRARY_PATH=${{ASCEND_TOOLKIT_HOME}}/tools/aml/lib64:${{ASCEND_TOOLKIT_HOME}}/tools/aml/lib64/plugin:\
+$LD_LIBRARY_PATH
+export PYTHONPATH=${{ASCEND_TOOLKIT_HOME}}/python/site-packages:\
+${{ASCEND_TOOLKIT_HOME}}/opp/built-in/op_impl/ai_core/tbe:$PYTHONPATH
+export PATH=${{ASCEND_TOOLKIT_HOME}}/bin:${{ASCEND_TOOLKIT_HOME}}/compiler/ccec_compiler/bin:\
+${{ASCEND_TOOLKIT_HOME}}/tools/ccec_compiler/bin:$PATH
+export ASCEND_AICPU_PATH=${{ASCEND_TOOLKIT_HOME}}
+export ASCEND_OPP_PATH=${{ASCEND_TOOLKIT_HOME}}/opp
+export TOOLCHAIN_HOME=${{ASCEND_TOOLKIT_HOME}}/toolkit
+export ASCEND_HOME_PATH=${{ASCEND_TOOLKIT_HOME}}
+"""
+
+
+def install_toolkit(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> int:
+    arch = pkg["arch"]
+    installed = toolkit_version(path, arch)
+    if mode == "install" and installed:
+        raise Failure(
+            f"Ascend-cann-toolkit (version {installed}) is already installed in {path}/ascend-toolkit. "
+            "Use --upgrade to upgrade it."
+        )
+    if mode == "upgrade" and not installed:
+        raise Failure(f"Ascend-cann-toolkit is not installed in {path}/ascend-toolkit. Use --install to install it.")
+    tk = f"{path}/ascend-toolkit"
+    ver = pkg["version"]
+    host_tk = paths.host_path(tk)
+    host_ver = os.path.join(host_tk, ver)
+    old_target = os.readlink(os.path.join(host_tk, "latest")) if installed else None
+    if os.path.isdir(host_ver):
+        shutil.rmtree(host_ver)
+    for sub in ("bin", "lib64", "include", "opp", "toolkit", "python/site-packages", "compiler/ccec_compiler/bin",
+                f"{arch}-linux", "tools"):
+        os.makedirs(os.path.join(host_ver, sub), mode=0o755, exist_ok=True)
+    write_text(
+        f"{tk}/{ver}/{arch}-linux/ascend_toolkit_install.info",
+        f"package_name=Ascend-cann-toolkit\nversion={ver}\ninnerversion={pkg['innerversion']}\n"
+        f"arch={arch}\nos=linux\npath={tk}/{ver}/{arch}-linux\n",
+    )
+    write_text(f"{tk}/{ver}/version.cfg", f"# SIMULATION ONLY\nruntime_running_version=[{ver}:{ver}]\n")
+    tmp_link = os.path.join(host_tk, f".latest.{os.getpid()}")
+    os.symlink(ver, tmp_link)
+    os.replace(tmp_link, os.path.join(host_tk, "latest"))
+    write_text(f"{tk}/set_env.sh", SET_ENV.format(tk=tk))
+    if old_target and old_target != ver and "/" not in old_target:
+        shutil.rmtree(os.path.join(host_tk, old_target), ignore_errors=True)
+        run.info(f"Removed Ascend-cann-toolkit {old_target}")
+    msg = f"Ascend-cann-toolkit {'upgrade' if mode == 'upgrade' else 'install'} success"
+    run.info(f"{msg}, version {ver}, path {tk}/{ver}")
+    if run.quiet:
+        print(f"[INFO] {msg}", flush=True)
+    return 0
+
+
+def install_kernels(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> int:
+    tk_version = toolkit_version(path, pkg.get("arch"))
+    if not tk_version:
+        raise Failure(
+            f"Ascend-cann-toolkit is not installed in {path}/ascend-toolkit. "
+            "Install the toolkit before the kernels package."
+        )
+    if tk_version != pkg["version"]:
+        raise Failure(
+            f"The kernels package version {pkg['version']} does not match the installed "
+            f"Ascend-cann-toolkit version {tk_version}."
+        )
+    vinfo = f"{path}/ascend-toolkit/latest/opp_kernel/version.info"
+    installed = installinfo.read_version(vinfo)
+    if mode == "install" and installed:
+        raise Failure(f"Ascend-cann-kernels-910b (version {installed}) is already installed. Use --upgrade.")
+    if mode == "upgrade" and not installed:
+        raise Failure("Ascend-cann-kernels-910b is not installed. Use --install to install it.")
+    kdir = paths.host_path(f"{path}/ascend-toolkit/latest/opp/built-in/op_impl/ai_core/tbe/kernel/ascend910b")
+    os.makedirs(kdir, mode=0o755, exist_ok=True)
+    write_text(vinfo, f"Version={pkg['version']}\n")
+    msg = f"Ascend-cann-kernels-910b {'upgrade' if mode == 'upgrade' else 'install'} success"
+    run.info(f"{msg}, version {pkg['version']}")
+    if run.quiet:
+        print(f"[INFO] {msg}", flush=True)
+    return 0
+
+
+# ----------------------------------------------------------------------------- docker runtime
+
+DAEMON_JSON = "/etc/docker/daemon.json"
+
+
+def _load_daemon_json() -> dict:
+    path = paths.host_path(DAEMON_JSON)
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise Failure(f"{DAEMON_JSON} is not valid JSON ({exc}); fix it and run the installer again.") from exc
+    if not isinstance(data, dict):
+        raise Failure(f"{DAEMON_JSON} is not a JSON object.")
+    return data
+
+
+def _save_daemon_json(data: dict) -> None:
+    write_text(DAEMON_JSON, json.dumps(data, indent=4) + "\n")
+
+
+RUNTIME_WRAPPER = """#!/bin/sh
+# SIMULATION ONLY - ascendops stand-in for ascend-docker-runtime; not Huawei software.
+# Injects nothing: hands the container straight to runc.
+exec runc "$@"
+"""
+
+
+def install_runtime(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> int:
+    rt = f"{path}/Ascend-Docker-Runtime"
+    installed = installinfo.read_version(f"{rt}/version.info")
+    scene = opts["scene"] or "docker"
+    if scene not in RUNTIME_SCENES:
+        raise UsageError(f"Unsupported install scene: {scene}")
+    if scene != "docker":
+        raise Failure(f"--install-scene={scene} is not supported by the simulator (only docker).")
+    if mode == "install" and installed:
+        raise Failure(f"Ascend-docker-runtime (version {installed}) is already installed. Use --upgrade.")
+    if mode in ("upgrade", "uninstall") and not installed:
+        raise Failure("Ascend-docker-runtime is not installed. Use --install to install it.")
+    daemon = _load_daemon_json()
+    if mode == "uninstall":
+        runtimes = daemon.get("runtimes")
+        if isinstance(runtimes, dict):
+            runtimes.pop("ascend", None)
+            if not runtimes:
+                daemon.pop("runtimes")
+        if daemon.get("default-runtime") == "ascend":
+            daemon.pop("default-runtime")
+        _save_daemon_json(daemon)
+        shutil.rmtree(paths.host_path(rt), ignore_errors=True)
+        shutil.rmtree(paths.host_path("/etc/ascend-docker-runtime.d"), ignore_errors=True)
+        run.info("Ascend-docker-runtime uninstall success; restart docker to take effect")
+        if run.quiet:
+            print("[INFO] Ascend-docker-runtime uninstall success", flush=True)
+        return 0
+    host_rt = paths.host_path(rt)
+    if os.path.isdir(host_rt):
+        shutil.rmtree(host_rt)
+    write_text(f"{rt}/ascend-docker-runtime", RUNTIME_WRAPPER, 0o755)
+    write_text(f"{rt}/version.info", f"Version={pkg['version']}\n")
+    write_text("/etc/ascend-docker-runtime.d/base.list", BASE_LIST)
+    runtimes = daemon.get("runtimes")
+    if not isinstance(runtimes, dict):
+        runtimes = {}
+    runtimes["ascend"] = {"path": f"{rt}/ascend-docker-runtime", "runtimeArgs": []}
+    daemon["runtimes"] = runtimes
+    daemon["default-runtime"] = "ascend"
+    _save_daemon_json(daemon)
+    msg = f"Ascend-docker-runtime {'upgrade' if mode == 'upgrade' else 'install'} success"
+    run.info(f"{msg}, version {pkg['version']}; restart docker to take effect")
+    if run.quiet:
+        print(f"[INFO] {msg}", flush=True)
+    return 0
+
+
+INSTALLERS = {
+    "driver": install_driver,
+    "firmware": install_firmware,
+    "toolkit": install_toolkit,
+    "kernels": install_kernels,
+    "docker-runtime": install_runtime,
+}
+
+
+# ----------------------------------------------------------------------------- entry points
+
+def install(argv: list[str], pkg: dict) -> int:
+    kind = pkg["kind"]
+    run = Run(kind, pkg["version"], quiet="--quiet" in argv)
+    run.detail(f"Start: {KINDS[kind]['title']} {pkg['version']} {' '.join(argv)}")
+    mode = "none"
+    try:
+        opts = parse(argv, kind)
+        if len(set(opts["actions"])) > 1:
+            raise Failure("Only one of " + ", ".join(f"--{a}" for a in opts["actions"]) + " can be used.")
+        mode = opts["actions"][0]
+        if mode == "upgrade" and (opts["user"] or opts["group"] or opts["for_all"]):
+            raise Failure(
+                "--upgrade cannot be used together with --install-username, --install-usergroup "
+                "or --install-for-all."
+            )
+        if (opts["user"] is None) != (opts["group"] is None):
+            raise Failure("--install-username and --install-usergroup must be used together.")
+        path = opts["path"]
+        if path is None and mode != "full" and mode != "install":
+            info = installinfo.read_install_info()
+            key = {"driver": "Driver_Install_Path_Param", "firmware": "Firmware_Install_Path_Param"}.get(kind)
+            path = info.get(key) if key else None
+        path = os.path.normpath(path or paths.DEFAULT_INSTALL_PATH)
+        if not path.startswith("/"):
+            raise Failure(f"--install-path must be an absolute path: {path}")
+        if KINDS[kind]["root"] and not paths.under_sim_root() and os.geteuid() != 0:
+            raise Failure("The installation requires root (run it as root or with sudo).")
+        if opts["user"]:
+            opts["run_user"], opts["run_group"] = opts["user"], opts["group"]
+        elif kind == "driver" and mode == "upgrade":
+            info = installinfo.read_install_info()
+            opts["run_user"] = info.get("UserName", DEFAULT_USER)
+            opts["run_group"] = info.get("UserGroup", DEFAULT_USER)
+        else:
+            opts["run_user"] = opts["run_group"] = DEFAULT_USER
+        if mode != "uninstall":
+            check_user(run, opts["run_user"], opts["run_group"])
+        check_arch(pkg)
+        rc = INSTALLERS[kind](run, pkg, opts, mode, path)
+    except UsageError as exc:
+        run.error(str(exc))
+        print(usage(kind))
+        rc = 1
+    except Failure as exc:
+        run.error(str(exc))
+        rc = 1
+    run.detail(f"End: rc={rc}")
+    run.flush_log()
+    events.log_event(f"install {kind} {pkg['version']} mode={mode} rc={rc}")
+    return rc
+
+
+def uninstall(kind: str, path: str) -> int:
+    run = Run(kind, "")
+    if not paths.under_sim_root() and os.geteuid() != 0:
+        run.error("The uninstallation requires root (run it as root or with sudo).")
+        run.flush_log()
+        return 1
+    if kind == "driver":
+        version = installinfo.installed_driver_version(path) or "unknown"
+        shutil.rmtree(paths.host_path(f"{path}/driver"), ignore_errors=True)
+        for real in (paths.NPU_SMI,):
+            if os.path.lexists(paths.host_path(real)):
+                os.remove(paths.host_path(real))
+        shutil.rmtree(paths.host_path(paths.DCMI_DIR), ignore_errors=True)
+        installinfo.update_install_info({}, remove_prefix="Driver_")
+        message = "Driver package uninstalled successfully! Reboot needed for uninstallation to take effect!"
+    else:
+        version = installinfo.installed_firmware_version(path) or "unknown"
+        shutil.rmtree(paths.host_path(f"{path}/firmware"), ignore_errors=True)
+        installinfo.update_install_info({}, remove_prefix="Firmware_")
+        message = "Firmware package uninstalled successfully! The firmware on the NPUs is not changed."
+    state.mark_pending(kind)
+    run.version = version
+    run.info(f"Uninstalled {kind} {version} from {path}")
+    run.flush_log()
+    print(message, flush=True)
+    events.log_event(f"uninstall {kind} {version} rc=0")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    os.umask(0o022)
+    if argv and argv[0].startswith("--sim-uninstall="):
+        kind = argv[0].partition("=")[2]
+        path = paths.DEFAULT_INSTALL_PATH
+        for arg in argv[1:]:
+            if arg.startswith("--install-path="):
+                path = arg.partition("=")[2]
+            else:
+                print(f"[ERROR]Unsupported parameter: {arg}")
+                return 1
+        if kind not in ("driver", "firmware"):
+            print(f"[ERROR]Unsupported parameter: {argv[0]}")
+            return 1
+        return uninstall(kind, path)
+    with open(os.path.join(HERE, "package.info"), encoding="utf-8") as f:
+        pkg = json.load(f)
+    return install(argv, pkg)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,168 @@
+"""hccn_tool stand-in: exact vendor strings, faults, busy behaviour, NIC plumbing."""
+
+import fcntl
+import os
+
+from simhelpers import stub
+
+OK = "Cmd executed successfully!"
+BUSY = "hccn_tool is busy, please try again"
+
+
+def out(r) -> str:
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def test_set_and_get_strings(booted_node):
+    h = booted_node.hccn
+    assert out(h("-i", "0", "-ip", "-s", "address", "29.1.112.213", "netmask", "255.255.0.0")) == OK + "\n"
+    assert out(h("-i", "0", "-ip", "-g")) == "ipaddr:29.1.112.213\nnetmask:255.255.0.0\n"
+    assert out(h("-i", "0", "-netdetect", "-s", "address", "29.1.0.1")) == OK + "\n"
+    assert out(h("-i", "0", "-netdetect", "-g")) == "netdetect address: 29.1.0.1\n"
+    assert out(h("-i", "0", "-gateway", "-s", "gateway", "29.1.0.1")) == OK + "\n"
+    assert out(h("-i", "0", "-gateway", "-g")) == "default gateway:29.1.0.1, Iface:eth0\n"
+    assert out(h("-i", "0", "-link", "-g")) == "link status: UP\n"
+    assert out(h("-i", "0", "-net_health", "-g")) == "net health status: Success\n"
+    assert out(h("-i", "0", "-speed", "-g")) == "Speed: 100000 Mb/s\n"
+    # TLS is on by default (vendor default); multi-node jobs need it off on every device.
+    assert out(h("-i", "1", "-tls", "-g")).startswith("dev_id:1, tls switch[1](0:disable, 1:enable), ")
+    assert out(h("-i", "1", "-tls", "-s", "enable", "0")) == OK + "\n"
+    assert out(h("-i", "1", "-tls", "-g")).startswith("dev_id:1, tls switch[0](0:disable, 1:enable), ")
+    # Configuration lives in the device, never in /etc/hccn.conf.
+    assert not booted_node.p("/etc/hccn.conf").exists()
+
+
+def test_unconfigured_device_and_bad_input(booted_node):
+    h = booted_node.hccn
+    assert out(h("-i", "1", "-ip", "-g")) == "ipaddr:\nnetmask:\n"
+    assert out(h("-i", "1", "-net_health", "-g")) == "net health status: Init\n"
+    for args in (("-i", "1", "-ip", "-s", "address", "300.1.1.1", "netmask", "255.255.0.0"),
+                 ("-i", "1", "-ip", "-s", "address", "10.0.0.1", "netmask", "255.0.255.0"),
+                 ("-i", "1", "-ip", "-s", "address", "10.0.0.1"),
+                 ("-i", "1", "-tls", "-s", "enable", "2"),
+                 ("-i", "2", "-link", "-g"),
+                 ("-i", "1", "-frobnicate", "-g"),
+                 ("-link", "-g")):
+        r = h(*args)
+        assert r.returncode == 1, args
+        assert OK not in r.stdout
+    assert out(h("-i", "1", "-ip", "-g")) == "ipaddr:\nnetmask:\n"
+
+
+def test_ping_local_rules_and_link_fault(booted_node):
+    h = booted_node.hccn
+    out(h("-i", "0", "-ip", "-s", "address", "192.168.100.11", "netmask", "255.255.255.0"))
+    out(h("-i", "1", "-ip", "-s", "address", "192.168.100.12", "netmask", "255.255.255.0"))
+    out(h("-i", "0", "-netdetect", "-s", "address", "192.168.100.1"))
+    r = out(h("-i", "0", "-ping", "-g", "address", "192.168.100.12"))
+    assert r.splitlines()[-1] == "3 packets transmitted, 3 received, 0.00% packet loss"
+    r = out(h("-i", "0", "-ping", "-g", "address", "192.168.100.99"))
+    assert r.splitlines()[-1] == "3 packets transmitted, 0 received, 100.00% packet loss"
+    assert booted_node.sim("fault", "link", "1", "down").returncode == 0
+    assert out(h("-i", "1", "-link", "-g")) == "link status: DOWN\n"
+    assert out(h("-i", "1", "-net_health", "-g")) == "net health status: Fault\n"
+    r = out(h("-i", "0", "-ping", "-g", "address", "192.168.100.12"))
+    assert r.splitlines()[-1] == "3 packets transmitted, 0 received, 100.00% packet loss"
+    r = out(h("-i", "1", "-ping", "-g", "address", "192.168.100.11"))
+    assert r.splitlines()[-1].endswith(" 100.00% packet loss")
+    # netdetect outside the device subnet is unreachable without a real NIC
+    out(h("-i", "0", "-netdetect", "-s", "address", "10.9.9.9"))
+    assert out(h("-i", "0", "-net_health", "-g")) == "net health status: Fault\n"
+    booted_node.sim("fault", "clear")
+    assert out(h("-i", "1", "-link", "-g")) == "link status: UP\n"
+    assert "fault link 1 down" in booted_node.events()
+
+
+def test_injected_busy_once_then_success(booted_node):
+    assert booted_node.sim("fault", "hccn-busy").returncode == 0
+    r = booted_node.hccn("-i", "0", "-link", "-g")
+    assert (r.returncode, r.stdout) == (1, BUSY + "\n")
+    assert out(booted_node.hccn("-i", "0", "-link", "-g")) == "link status: UP\n"
+    booted_node.sim("fault", "hccn-busy", "2")
+    assert [booted_node.hccn("-i", "0", "-link", "-g").returncode for _ in range(3)] == [1, 1, 0]
+
+
+def test_concurrent_call_is_busy(booted_node):
+    lock_path = booted_node.p("/var/lib/ascend-sim/hccn_tool.lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another hccn_tool is running
+        r = booted_node.hccn("-i", "0", "-ip", "-s", "address", "10.1.1.1", "netmask", "255.255.0.0")
+        assert (r.returncode, r.stdout) == (1, BUSY + "\n")
+    finally:
+        os.close(fd)
+    assert out(booted_node.hccn("-i", "0", "-ip", "-g")) == "ipaddr:\nnetmask:\n"
+
+
+def test_boot_reapplies_hccn_conf_only(booted_node):
+    h = booted_node.hccn
+    out(h("-i", "0", "-ip", "-s", "address", "29.1.137.205", "netmask", "255.255.0.0"))
+    out(h("-i", "1", "-ip", "-s", "address", "29.1.137.206", "netmask", "255.255.0.0"))
+    out(h("-i", "1", "-tls", "-s", "enable", "0"))
+    booted_node.p("/etc/hccn.conf").write_text(
+        "address_0=29.1.137.205\nnetmask_0=255.255.0.0\nnetdetect_0=29.1.0.1\ngateway_0=29.1.0.1\n"
+        "send_arp_status_0=1\n"
+    )
+    booted_node.sim("boot")
+    assert out(h("-i", "0", "-ip", "-g")) == "ipaddr:29.1.137.205\nnetmask:255.255.0.0\n"
+    assert out(h("-i", "0", "-netdetect", "-g")) == "netdetect address: 29.1.0.1\n"
+    assert out(h("-i", "0", "-gateway", "-g")) == "default gateway:29.1.0.1, Iface:eth0\n"
+    # Not persisted in /etc/hccn.conf: lost at reboot. The TLS switch is kept by the device.
+    assert out(h("-i", "1", "-ip", "-g")) == "ipaddr:\nnetmask:\n"
+    assert "tls switch[0]" in out(h("-i", "1", "-tls", "-g"))
+
+
+def test_nic_interface_runs_ip_and_real_ping(booted_node):
+    log = booted_node.root.parent / "net.log"
+    stub(booted_node.stub_bin / "ip", f'echo "ip $*" >> {log}\nexit 0\n')
+    stub(booted_node.stub_bin / "ping", f"""echo "ping $*" >> {log}
+for last; do :; done
+if [ "$last" = 192.168.100.21 ]; then
+  echo "3 packets transmitted, 2 received, 33.3333% packet loss, time 2003ms"
+else
+  echo "3 packets transmitted, 0 received, 100% packet loss, time 2003ms"; exit 1
+fi
+""")
+    assert booted_node.sim("hardware", "--nic-interface", "eth1").returncode == 0
+    h = booted_node.hccn
+    out(h("-i", "0", "-ip", "-s", "address", "192.168.100.11", "netmask", "255.255.255.0"))
+    out(h("-i", "0", "-ip", "-s", "address", "192.168.100.15", "netmask", "255.255.255.0"))
+    r = out(h("-i", "0", "-ping", "-g", "address", "192.168.100.21"))
+    assert r.splitlines()[-1] == "3 packets transmitted, 2 received, 33.33% packet loss"
+    r = out(h("-i", "0", "-ping", "-g", "address", "192.168.100.22"))
+    assert r.splitlines()[-1] == "3 packets transmitted, 0 received, 100.00% packet loss"
+    out(h("-i", "0", "-netdetect", "-s", "address", "192.168.100.21"))
+    assert out(h("-i", "0", "-net_health", "-g")) == "net health status: Success\n"
+    assert log.read_text().splitlines() == [
+        "ip addr replace 192.168.100.11/24 dev eth1",
+        "ip addr del 192.168.100.11/24 dev eth1",
+        "ip addr replace 192.168.100.15/24 dev eth1",
+        "ping -c 3 -W 1 -I 192.168.100.15 192.168.100.21",
+        "ping -c 3 -W 1 -I 192.168.100.15 192.168.100.22",
+        "ping -c 1 -W 1 -I 192.168.100.15 192.168.100.21",
+    ]
+    # A downed port stops answering other nodes: its address leaves the interface.
+    log.write_text("")
+    booted_node.sim("fault", "link", "0", "down")
+    booted_node.sim("fault", "link", "0", "up")
+    assert log.read_text().splitlines() == [
+        "ip addr del 192.168.100.15/24 dev eth1",
+        "ip addr replace 192.168.100.15/24 dev eth1",
+    ]
+    # At boot the addresses come back from /etc/hccn.conf only.
+    log.write_text("")
+    booted_node.p("/etc/hccn.conf").write_text("address_1=192.168.100.12\nnetmask_1=255.255.255.0\n")
+    booted_node.sim("boot")
+    assert log.read_text().splitlines() == [
+        "ip addr del 192.168.100.15/24 dev eth1",
+        "ip addr replace 192.168.100.12/24 dev eth1",
+    ]
+
+
+def test_ip_failure_leaves_state_unchanged(booted_node):
+    stub(booted_node.stub_bin / "ip", 'echo "RTNETLINK answers: Operation not permitted" >&2\nexit 2\n')
+    booted_node.sim("hardware", "--nic-interface", "eth1")
+    r = booted_node.hccn("-i", "0", "-ip", "-s", "address", "192.168.100.11", "netmask", "255.255.255.0")
+    assert r.returncode == 1 and "Operation not permitted" in r.stdout
+    assert out(booted_node.hccn("-i", "0", "-ip", "-g")) == "ipaddr:\nnetmask:\n"
