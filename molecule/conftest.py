@@ -1,46 +1,14 @@
-"""Shared helpers for the testinfra verifiers of every molecule scenario."""
+"""Fixtures for the testinfra verifiers; helpers live in ascend_verify.py beside this file."""
+
+import os
+import sys
 
 import pytest
 
-from ansible_collections.ascendops.cluster.plugins.module_utils import ascend_formats
-
-CURRENT = {"driver": "24.1.rc1", "firmware": "7.5.0.2.220"}
-PREVIOUS = {"driver": "23.0.0", "firmware": "7.1.0.11.220"}
-DEVICE_NODES = ["/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"]
-
-
-def key_values(host, path):
-    """A vendor key=value file on the node, parsed by the collection's own parser."""
-    f = host.file(path)
-    assert f.exists, f"{path} is missing"
-    return ascend_formats.parse_key_value(f.content_string)
-
-
-def events(host):
-    """The simulator's event log (SIMULATION ONLY): one action a line, timestamp first."""
-    f = host.file("/var/log/ascend-sim/events.log")
-    if not f.exists:
-        return []
-    return [line.split(" ", 1)[1] for line in f.content_string.splitlines() if " " in line]
-
-
-def installs(host):
-    """Install events in order, as (component, version, mode) tuples."""
-    out = []
-    for e in events(host):
-        words = e.split()
-        if words[0] == "install" and len(words) >= 4:
-            out.append((words[1], words[2], words[3].split("=", 1)[1]))
-    return out
-
-
-def npu_table(host):
-    """`npu-smi info` on the node, parsed by column headers."""
-    cmd = host.run("npu-smi info")
-    assert cmd.rc == 0, cmd.stdout + cmd.stderr
-    return ascend_formats.parse_npu_smi_info_version(cmd.stdout), ascend_formats.parse_npu_smi_info(cmd.stdout)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture()
 def expected_npus():
+    """NPUs per simulated node (the molecule base config's npu_driver_expected_npus)."""
     return 2

@@ -17,7 +17,11 @@ GET_PIP_ONLY = {"--no-setuptools", "--no-wheel"}
 # ansible-test runs pip with PIP_CONFIG_FILE=/dev/null, so the machine's pip settings (its CA
 # bundle among them) are ignored: name the system CA bundle for this first install. The pip it
 # installs checks certificates against the system store (truststore) by itself.
-CA_BUNDLES = [os.environ.get("SSL_CERT_FILE", ""), "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"]
+CA_BUNDLES = [
+    os.environ.get("SSL_CERT_FILE", ""),
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+]
 
 ensurepip.bootstrap(upgrade=True)
 args = [a for a in sys.argv[1:] if a not in GET_PIP_ONLY]

@@ -1,3 +1,5 @@
+# Copyright: (c) 2026, ascendops engineering
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters for vendor package manifests and file names."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-# Copyright: ascendops engineering
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: (c) 2026, ascendops engineering
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Parsers for the text formats of the Huawei Ascend vendor tools and files.
 
 Every plugin of the collection parses vendor output through this file, so a format is
@@ -180,7 +180,7 @@ def _tokens_with_pos(cell):
 
 def _header_layout(line):
     """Column headers of a header line: list per cell of [(start, header)]."""
-    return [[(pos, tok) for pos, tok in _tokens_with_pos(cell)] for cell in _cells(line)]
+    return [list(_tokens_with_pos(cell)) for cell in _cells(line)]
 
 
 def _assign(layout_cell, cell):
@@ -189,14 +189,14 @@ def _assign(layout_cell, cell):
     Equal counts are zipped in order; otherwise each value goes to the header whose start column
     is nearest at or before it.
     """
-    headers = [h for _, h in layout_cell]
+    headers = [h for _start, h in layout_cell]
     values = _tokens_with_pos(cell)
     if not headers:
         return []
     if len(values) == len(headers):
-        return list(zip(headers, [v for _, v in values]))
+        return list(zip(headers, [v for _pos, v in values]))
     out = []
-    starts = [p for p, _ in layout_cell]
+    starts = [p for p, _header in layout_cell]
     for pos, val in values:
         idx = 0
         for i, start in enumerate(starts):
@@ -290,7 +290,7 @@ def parse_npu_smi_info(text):
     bus_cell = None
     if header_b is not None:
         for idx, cell in enumerate(header_b):
-            if any(h.lower() == "bus-id" for _, h in cell):
+            if any(h.lower() == "bus-id" for _start, h in cell):
                 bus_cell = idx
 
     def is_chip_line(cells, group_pos):

@@ -1,5 +1,5 @@
-# Copyright: ascendops engineering
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: (c) 2026, ascendops engineering
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Where the Ascend packages record what is installed, and how to read it back.
 
 Paths (``P`` = install path, default ``/usr/local/Ascend``):

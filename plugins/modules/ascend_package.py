@@ -1,6 +1,6 @@
 #!/usr/bin/python
-# Copyright: ascendops engineering
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: (c) 2026, ascendops engineering
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -25,12 +25,14 @@ description:
   - Installing the driver or firmware needs a reboot before it runs; RV(reboot_required) says so.
     Order on a fresh host is driver then firmware; when upgrading, firmware then driver.
 author:
-  - ascendops engineering
+  - ascendops engineering (@ascendops)
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: The checksum and the archive C(--check) still run (both are read-only); the installer does not.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 options:
   path:

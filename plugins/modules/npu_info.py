@@ -1,6 +1,6 @@
 #!/usr/bin/python
-# Copyright: ascendops engineering
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: (c) 2026, ascendops engineering
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -23,13 +23,16 @@ description:
   - Runs only read-only commands; never changes anything.
   - The result is also set as the fact C(ascend_npu).
 author:
-  - ascendops engineering
+  - ascendops engineering (@ascendops)
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   facts:
+    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
     support: full
 options:
   npu_smi:

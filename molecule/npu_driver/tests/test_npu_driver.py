@@ -1,6 +1,6 @@
 """Fresh install: what a user checks on a node after the driver role."""
 
-from conftest import CURRENT, DEVICE_NODES, events, installs, key_values, npu_table
+from ascend_verify import CURRENT, DEVICE_NODES, events, installs, key_values, npu_table
 
 
 def test_versions_recorded(host):

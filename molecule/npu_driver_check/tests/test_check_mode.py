@@ -1,6 +1,6 @@
 """Check mode changed nothing on the node."""
 
-from conftest import events
+from ascend_verify import events
 
 
 def test_nothing_installed(host):

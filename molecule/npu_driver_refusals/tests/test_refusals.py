@@ -3,7 +3,7 @@
 import os
 import pathlib
 
-from conftest import CURRENT, installs, key_values, npu_table
+from ascend_verify import CURRENT, installs, key_values, npu_table
 
 
 def test_only_the_prepare_installs_happened(host):

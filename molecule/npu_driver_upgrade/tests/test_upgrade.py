@@ -1,6 +1,6 @@
 """Upgrade: firmware before driver, reboot handled, new versions running."""
 
-from conftest import CURRENT, PREVIOUS, events, installs, key_values, npu_table
+from ascend_verify import CURRENT, PREVIOUS, events, installs, key_values, npu_table
 
 
 def test_install_order(host):

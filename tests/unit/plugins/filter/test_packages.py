@@ -8,7 +8,8 @@ B = "B" * 64
 
 
 def test_parses_sha256sum_output_both_modes():
-    text = f"{A}  Ascend-hdk-910b-npu-driver_24.1.rc1_linux-x86_64.run\n{B} *Ascend-hdk-910b-npu-firmware_7.5.0.2.220.run\n"
+    text = (f"{A}  Ascend-hdk-910b-npu-driver_24.1.rc1_linux-x86_64.run\n"
+            f"{B} *Ascend-hdk-910b-npu-firmware_7.5.0.2.220.run\n")
     assert sha256sums(text) == {
         "Ascend-hdk-910b-npu-driver_24.1.rc1_linux-x86_64.run": A,
         "Ascend-hdk-910b-npu-firmware_7.5.0.2.220.run": B.lower(),

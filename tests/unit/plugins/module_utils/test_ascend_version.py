@@ -86,7 +86,7 @@ def test_shuffled_list_sorts_into_order():
         "24.1.rc1", "24.1.rc1.b030", "24.1.rc2", "24.1.0",
     ]
     rng = random.Random(20261129)
-    for _ in range(20):
+    for _attempt in range(20):
         shuffled = expected[:]
         rng.shuffle(shuffled)
         assert sort_versions(shuffled) == expected

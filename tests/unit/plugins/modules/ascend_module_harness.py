@@ -35,8 +35,9 @@ class AnsibleFailJson(Exception):
 
 
 def _warnings():
-    getter = getattr(ansible_warnings, "get_warning_messages", None)
-    return list(getter()) if getter else []
+    if not hasattr(ansible_warnings, "get_warning_messages"):
+        return []
+    return list(ansible_warnings.get_warning_messages())
 
 
 def _exit_json(self, **kwargs):
@@ -202,7 +203,7 @@ class FakePackage:
         return out
 
     def argvs(self):
-        return [argv for _, argv in self.calls()]
+        return [argv for _stdin, argv in self.calls()]
 
 
 def package_maker(tmp_path):

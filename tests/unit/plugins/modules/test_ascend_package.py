@@ -93,14 +93,14 @@ def test_fresh_driver_install_uses_full_and_user_flags(run, make_package, root, 
     assert "Driver package installed successfully! Reboot needed for installation/upgrade to take effect!" \
         in res["stdout_lines"]
     calls = pkg.calls()
-    assert [argv for _, argv in calls] == [
+    assert [argv for _stdin, argv in calls] == [
         ["--check"],
         ["--full", f"--install-path={root}", f"--install-username={USER}",
          f"--install-usergroup={GROUP}", "--install-for-all", "--quiet", "--nox11"],
     ]
     assert res["cmd"] == ["/bin/bash", pkg.path] + calls[1][1]  # through the #! interpreter
     # stdin of the installer is at EOF, never a terminal or pipe that could answer or block
-    assert [state for state, _ in calls] == ["eof", "eof"]
+    assert [state for state, _argv in calls] == ["eof", "eof"]
     assert read_version(root, "driver") == "Version=24.1.rc1\n"
 
 
@@ -361,7 +361,7 @@ def test_prompt_never_waits(run, make_package, open_stdin):
     assert res["failed"]
     assert "interactive question" in res["msg"]
     assert "[y/n]" in res["msg"]
-    assert [state for state, _ in pkg.calls()] == ["eof", "eof"]
+    assert [state for state, _argv in pkg.calls()] == ["eof", "eof"]
 
 
 def test_rc0_without_success_line_fails(run, make_package):
