@@ -33,7 +33,8 @@ def installs(host):
 
 
 def npu_table(host):
-    """`npu-smi info` on the node, parsed by column headers."""
+    """`npu-smi info` on the node: (running driver version, NPUs parsed by column headers)."""
     cmd = host.run("npu-smi info")
     assert cmd.rc == 0, cmd.stdout + cmd.stderr
-    return ascend_formats.parse_npu_smi_info_version(cmd.stdout), ascend_formats.parse_npu_smi_info(cmd.stdout)
+    table = ascend_formats.parse_npu_smi_info(cmd.stdout)
+    return table["driver_version"], table["npus"]

@@ -22,3 +22,9 @@ def test_simulated_hardware_present_but_no_driver(host):
 def test_module_result_written_by_converge(host):
     seen = json.loads(host.file("/root/smoke-npu.json").content_string)
     assert seen == {"count": 0, "driver_installed": False, "os": "Debian 12"}
+
+
+def test_docker_runs_containers_inside_the_node(host):
+    assert host.service("docker").is_running
+    out = host.check_output("docker run --rm smoke-tiny:1 /usr/bin/echo hello-from-a-container")
+    assert out.strip() == "hello-from-a-container"
