@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Build the trainer image with podman and save it as a tarball (for `podman load` on the nodes).
+#
+#   payload/build-image.sh [OUT_TAR]          default OUT_TAR: .cache/payload/ascendops-trainer.tar
+#
+# Environment:
+#   BASE_IMAGE   base image (default localhost/ascendops-sim-base:bookworm; an Ascend PyTorch image on real clusters)
+#   TORCH_SPEC   torch to install (default torch==2.13.0+cpu from WHEEL_DIR; "" keeps the base image's torch)
+#   WHEEL_DIR    local wheel directory mounted into the build (default /opt/wheels)
+#   IMAGE_TAG    tag of the built image (default localhost/ascendops-trainer:latest)
+#   CA_BUNDLE    CA bundle pip should trust inside the build (default: $PIP_CERT or $SSL_CERT_FILE when
+#                set, i.e. the host's bundle, needed behind a TLS-inspecting proxy; "none" to disable)
+# Nothing is pulled (--pull=never): the base image must already be in local storage. PyPI is used for
+# the pinned Python dependencies.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+OUT=${1:-.cache/payload/ascendops-trainer.tar}
+BASE_IMAGE=${BASE_IMAGE:-localhost/ascendops-sim-base:bookworm}
+TORCH_SPEC=${TORCH_SPEC-torch==2.13.0+cpu}
+WHEEL_DIR=${WHEEL_DIR:-/opt/wheels}
+IMAGE_TAG=${IMAGE_TAG:-localhost/ascendops-trainer:latest}
+
+if ! podman image exists "$BASE_IMAGE"; then
+    echo "build-image.sh: base image $BASE_IMAGE is not in local podman storage (nothing is pulled)" >&2
+    exit 2
+fi
+CA_BUNDLE=${CA_BUNDLE:-${PIP_CERT:-${SSL_CERT_FILE:-}}}
+volumes=()
+build_args=()
+if [ -n "$CA_BUNDLE" ] && [ "$CA_BUNDLE" != none ] && [ -f "$CA_BUNDLE" ]; then
+    volumes+=(--volume "$(readlink -f "$CA_BUNDLE"):/etc/ascendops-build-ca.crt:ro")
+    build_args+=(--build-arg "BUILD_CA=/etc/ascendops-build-ca.crt")
+fi
+if [ -d "$WHEEL_DIR" ]; then
+    volumes+=(--volume "$WHEEL_DIR:/opt/wheels:ro")
+elif [[ "$TORCH_SPEC" == *+cpu* ]]; then
+    echo "build-image.sh: $TORCH_SPEC needs the wheel directory $WHEEL_DIR" >&2
+    exit 2
+fi
+
+podman build --pull=never \
+    --file "$HERE/Containerfile" \
+    --build-arg "BASE_IMAGE=$BASE_IMAGE" \
+    --build-arg "TORCH_SPEC=$TORCH_SPEC" \
+    "${build_args[@]}" \
+    "${volumes[@]}" \
+    --tag "$IMAGE_TAG" \
+    "$HERE"
+
+mkdir -p "$(dirname "$OUT")"
+rm -f "$OUT.tmp"
+podman save --output "$OUT.tmp" "$IMAGE_TAG"
+mv -f "$OUT.tmp" "$OUT"
+echo "saved $IMAGE_TAG to $OUT"

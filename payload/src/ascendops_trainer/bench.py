@@ -1,0 +1,215 @@
+"""`ascendops-train bench`: the same model and batch through our DeepSpeed stack and a plain
+PyTorch loop (same torch AdamW, same schedule, clipping and accumulation), in one run.
+
+- DeepSpeed: exactly what `train` builds (ZeRO stage, bf16 weights + fp32 master in the optimizer).
+- PyTorch: fp32 weights + torch.autocast(bf16) (PyTorch's standard mixed precision), DDP when
+  launched on several ranks, no DeepSpeed.
+
+Batches are synthetic random token ids (throughput does not depend on the text), identical for
+both stacks. Works without torchrun: a 1-rank process group is set up in-process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .config import JobConfig, grad_accum_steps
+
+log = logging.getLogger("ascendops_trainer.bench")
+
+
+def _timed(step_fn: Callable[[], Any], warmup: int, steps: int, ctx) -> tuple[float, float]:
+    """Seconds for `steps` steps after `warmup` untimed ones (slowest rank), and the last loss."""
+    import torch.distributed as dist
+
+    from .parallel import all_gather_object, synchronize
+
+    for _ in range(warmup):
+        step_fn()
+    synchronize(ctx.device_type)  # SYNC: timing starts on an idle device
+    dist.barrier()
+    t0 = time.perf_counter()
+    loss = None
+    for _ in range(steps):
+        loss = step_fn()
+    synchronize(ctx.device_type)  # SYNC: wait for the last step's kernels
+    dt = time.perf_counter() - t0
+    return max(all_gather_object(dt, ctx)), float(loss)  # SYNC: loss to host (after timing)
+
+
+def _free(device_type: str) -> None:
+    gc.collect()
+    if device_type in ("npu", "cuda"):
+        import torch
+
+        getattr(torch, device_type).empty_cache()
+
+
+def _run_deepspeed(cfg: JobConfig, ctx, hf_config, precision: str, batches) -> dict[str, Any]:
+    import torch
+
+    from .engine import build_engine, deepspeed_config, load_override
+    from .metrics import memory_gib
+    from .model import build_model
+    from .train import causal_lm_loss, seed_everything
+
+    ds_config = deepspeed_config(cfg, ctx.world_size, precision, load_override(cfg.parallel.deepspeed_config))
+    seed_everything(cfg.train.seed)
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    engine = build_engine(build_model(cfg.model, hf_config, dtype, ds_config, device=ctx.device), cfg, ds_config)
+    engine.train()
+    memory_gib(ctx.device_type)  # reset the peak counter
+
+    def step():
+        for b in batches:
+            loss = causal_lm_loss(engine, b)
+            engine.backward(loss)
+            engine.step()
+        return loss.detach()
+
+    dt, loss = _timed(step, cfg.bench.warmup_steps, cfg.bench.steps, ctx)
+    out = {"seconds": dt, "loss": loss, "mem_gib": memory_gib(ctx.device_type)}
+    engine.destroy()
+    return out  # the engine goes out of scope here; bench() then frees device memory
+
+
+def _run_torch(cfg: JobConfig, ctx, hf_config, precision: str, batches) -> dict[str, Any]:
+    import torch
+
+    from .engine import make_optimizer, make_scheduler
+    from .metrics import memory_gib
+    from .model import build_model
+    from .train import causal_lm_loss, seed_everything
+
+    seed_everything(cfg.train.seed)
+    model = build_model(cfg.model, hf_config, torch.float32, None, device=ctx.device).to(ctx.device)
+    model.train()
+    ddp = ctx.world_size > 1
+    if ddp:
+        from torch.nn.parallel import DistributedDataParallel
+
+        model = DistributedDataParallel(model, device_ids=[ctx.device.index] if ctx.device.index is not None else None)
+    opt = make_optimizer(model.module if ddp else model, cfg)
+    sched = make_scheduler(opt, cfg)
+    amp = (torch.autocast(ctx.device_type, dtype=torch.bfloat16) if precision == "bf16"
+           else contextlib.nullcontext())
+    ga = len(batches)
+    memory_gib(ctx.device_type)
+
+    def step():
+        for i, b in enumerate(batches):
+            sync = contextlib.nullcontext() if (not ddp or i == ga - 1) else model.no_sync()
+            with sync:
+                with amp:
+                    loss = causal_lm_loss(model, b)
+                (loss / ga).backward()
+        if cfg.optim.grad_clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    try:
+        dt, loss = _timed(step, cfg.bench.warmup_steps, cfg.bench.steps, ctx)
+        out = {"seconds": dt, "loss": loss, "mem_gib": memory_gib(ctx.device_type)}
+    except torch.OutOfMemoryError as e:
+        out = {"error": f"out of memory: {str(e).splitlines()[0]}"}
+    return out
+
+
+def bench(cfg: JobConfig) -> int:
+    import torch
+
+    from .engine import resolve_precision
+    from .metrics import achieved_tflops, flops_per_token_for, measure_cpu_matmul_tflops, mfu, peak_tflops_for
+    from .model import build_hf_config, param_counts
+    from .parallel import device_name, init_distributed, launch_info, shutdown
+    from .train import setup_logging
+
+    setup_logging(launch_info().is_main)
+    ctx = init_distributed(cfg.parallel.device, cfg.parallel.dist_timeout_s)
+    precision = resolve_precision(cfg.train.precision, ctx.device_type)
+    ga = grad_accum_steps(cfg, ctx.world_size)
+    hf_config = build_hf_config(cfg.model)
+    seq_len, micro = cfg.data.seq_len, cfg.train.micro_batch_size
+    fpt = flops_per_token_for(hf_config, seq_len)
+    dev = device_name(ctx.device_type)
+    if cfg.metrics.peak_tflops:
+        peak, peak_src = cfg.metrics.peak_tflops, "metrics.peak_tflops"
+    elif ctx.device_type == "cpu":
+        peak, peak_src = measure_cpu_matmul_tflops(precision), f"measured {precision} matmul"
+    else:
+        peak, peak_src = peak_tflops_for(dev), "table"
+
+    g = torch.Generator().manual_seed(cfg.train.seed + ctx.rank)
+    batches = [torch.randint(0, hf_config.vocab_size, (micro, seq_len + 1), generator=g).to(ctx.device)
+               for _ in range(ga)]
+    tokens_per_step = ga * micro * seq_len  # per device
+
+    # Plain PyTorch first: DeepSpeed leaves helper threads behind that would slow a later CPU run.
+    results: dict[str, dict[str, Any]] = {}
+    if cfg.bench.mode in ("both", "torch"):
+        results["torch"] = _run_torch(cfg, ctx, hf_config, precision, batches)
+        _free(ctx.device_type)
+    if cfg.bench.mode in ("both", "deepspeed"):
+        results["deepspeed"] = _run_deepspeed(cfg, ctx, hf_config, precision, batches)
+        _free(ctx.device_type)
+    results = {k: results[k] for k in ("deepspeed", "torch") if k in results}
+    for r in results.values():
+        if "seconds" in r:
+            r["tokens_per_s_per_device"] = cfg.bench.steps * tokens_per_step / r["seconds"]
+            r["step_s"] = r["seconds"] / cfg.bench.steps
+            r["tflops_per_device"] = achieved_tflops(r["tokens_per_s_per_device"], fpt)
+            r["mfu"] = mfu(r["tokens_per_s_per_device"], fpt, peak)
+    ds, pt = results.get("deepspeed", {}), results.get("torch", {})
+    ratio = (ds["tokens_per_s_per_device"] / pt["tokens_per_s_per_device"]
+             if "seconds" in ds and "seconds" in pt else None)
+
+    summary = {
+        "model": cfg.model.hf_dir or cfg.model.preset, "layers": hf_config.num_hidden_layers,
+        "params": param_counts(hf_config).total, "flops_per_token": fpt, "seq_len": seq_len,
+        "micro_batch": micro, "grad_accum": ga, "world_size": ctx.world_size, "precision": precision,
+        "zero_stage": cfg.parallel.zero_stage, "activation_checkpointing": cfg.model.activation_checkpointing,
+        "device": dev, "peak_tflops_per_device": peak, "peak_source": peak_src,
+        "steps": cfg.bench.steps, "warmup_steps": cfg.bench.warmup_steps, "results": results,
+        "ratio_deepspeed_over_torch": ratio,
+    }
+    if ctx.is_main:
+        print(format_summary(summary), flush=True)
+        print("BENCH_RESULT " + json.dumps(summary), flush=True)
+        os.makedirs(cfg.run_dir, exist_ok=True)
+        with open(os.path.join(cfg.run_dir, "bench.json"), "w") as f:
+            json.dump(summary, f, indent=1)
+    shutdown()
+    return 0 if all("seconds" in r for r in results.values()) else 1
+
+
+def format_summary(s: dict[str, Any]) -> str:
+    peak = f"{s['peak_tflops_per_device']:.3f}" if s["peak_tflops_per_device"] else "unknown"
+    lines = [
+        f"bench: {s['model']} ({s['layers']} layers, {s['params'] / 1e6:,.1f}M params), seq {s['seq_len']}, "
+        f"micro {s['micro_batch']} x accum {s['grad_accum']} x {s['world_size']} rank(s), {s['precision']}, "
+        f"ZeRO-{s['zero_stage']}, activation ckpt {'on' if s['activation_checkpointing'] else 'off'}",
+        f"device: {s['device']}; peak {peak} TFLOPS/device ({s['peak_source']}); "
+        f"{s['flops_per_token'] / 1e9:.3f} GFLOP/token (PaLM, N without input embedding); "
+        f"{s['steps']} timed steps after {s['warmup_steps']} warm-up",
+        f"{'stack':<10} {'tokens/s/dev':>13} {'TFLOPS/dev':>11} {'MFU':>7} {'s/step':>8} {'mem GiB':>8} {'loss':>7}",
+    ]
+    for name, r in s["results"].items():
+        if "seconds" not in r:
+            lines.append(f"{name:<10} {r.get('error', 'failed')}")
+            continue
+        m = f"{r['mfu'] * 100:6.2f}%" if r["mfu"] is not None else "    n/a"
+        lines.append(f"{name:<10} {r['tokens_per_s_per_device']:>13,.0f} {r['tflops_per_device']:>11.3f} {m:>7} "
+                     f"{r['step_s']:>8.3f} {r['mem_gib']:>8.2f} {r['loss']:>7.3f}")
+    if s["ratio_deepspeed_over_torch"] is not None:
+        lines.append(f"ratio deepspeed/torch tokens/s: {s['ratio_deepspeed_over_torch']:.3f}")
+    return "\n".join(lines)

@@ -1,0 +1,87 @@
+"""`ascendops-train` entry point: parse the subcommand, hand over. Heavy imports happen later."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .config import ConfigError, add_config_arguments, config_from_args
+from .parallel import RankTableError
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ascendops-train", description="Llama 3 training with DeepSpeed ZeRO "
+                                "on Ascend NPU, CUDA or CPU. Launch `train` with torchrun for several devices.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    t = sub.add_parser("train", help="train (resumes from the latest checkpoint automatically)")
+    add_config_arguments(t)
+
+    b = sub.add_parser("bench", help="tokens/s and MFU: DeepSpeed stack vs a plain PyTorch loop")
+    add_config_arguments(b)
+
+    pr = sub.add_parser("prepare", help="tokenize text/JSONL files into token shards + index.json")
+    pr.add_argument("inputs", nargs="+", help=".txt/.md (documents split at blank lines) or .jsonl files")
+    pr.add_argument("--tokenizer", required=True, help="local Hugging Face tokenizer directory")
+    pr.add_argument("--out", required=True, help="output directory (becomes data.path)")
+    pr.add_argument("--shard-tokens", type=int, default=1 << 28, help="tokens per shard file")
+    pr.add_argument("--jsonl-field", default="text")
+    pr.add_argument("--txt-docs", choices=("blank", "line", "file"), default="blank",
+                    help="how text files split into documents")
+    pr.add_argument("--no-eos", action="store_true", help="do not append EOS after each document")
+
+    e = sub.add_parser("export", help="checkpoint -> Hugging Face directory (offline, one process)")
+    e.add_argument("--checkpoint-dir", required=True, help="checkpoint.dir of a run")
+    e.add_argument("--tag", help="checkpoint to export (default: latest)")
+    e.add_argument("--out", required=True)
+    e.add_argument("--dtype", choices=("bf16", "fp32"), default="bf16")
+    e.add_argument("--tokenizer", help="tokenizer dir to copy (default: the one the data was prepared with)")
+
+    pl = sub.add_parser("plot", help="PNG plots (loss, tokens/s) from a run's metrics.jsonl")
+    pl.add_argument("metrics", help="metrics.jsonl or the run directory")
+    pl.add_argument("--out", help="output directory (default: <run dir>/plots)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models and tokenizers are local directories, always
+    args = _parser().parse_args(argv)
+    try:
+        if args.cmd == "train":
+            from .train import train
+
+            return train(config_from_args(args))
+        if args.cmd == "bench":
+            from .bench import bench
+
+            return bench(config_from_args(args))
+        if args.cmd == "prepare":
+            from .data import prepare
+
+            idx = prepare(args.inputs, args.tokenizer, args.out, shard_tokens=args.shard_tokens,
+                          jsonl_field=args.jsonl_field, txt_docs=args.txt_docs, add_eos=not args.no_eos)
+            print(f"prepared {idx['num_tokens']:,} tokens from {idx['num_documents']:,} documents into "
+                  f"{len(idx['shards'])} shard(s) in {args.out} (vocab {idx['vocab_size']}, {idx['dtype']})")
+            return 0
+        if args.cmd == "export":
+            from .checkpoint import export_from_checkpoint
+
+            tag = export_from_checkpoint(args.checkpoint_dir, args.out, tag=args.tag, dtype_name=args.dtype,
+                                         tokenizer_dir=args.tokenizer)
+            print(f"exported {args.checkpoint_dir}/{tag} to {args.out} ({args.dtype})")
+            return 0
+        if args.cmd == "plot":
+            from .metrics import plot
+
+            run_dir = args.metrics if os.path.isdir(args.metrics) else os.path.dirname(args.metrics)
+            for path in plot(args.metrics, args.out or os.path.join(run_dir, "plots")):
+                print(path)
+            return 0
+    except ConfigError as e:
+        print(f"ascendops-train: config error: {e}", file=sys.stderr)
+        return 2
+    except RankTableError as e:
+        print(f"ascendops-train: rank table error: {e}", file=sys.stderr)
+        return 3
+    return 1

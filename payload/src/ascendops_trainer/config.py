@@ -1,0 +1,349 @@
+"""Typed run configuration: one source of truth for the trainer, DeepSpeed and the benchmark.
+
+Values are resolved in this order, later wins:
+
+1. the dataclass defaults below;
+2. the job defaults of the chosen preset (``PRESET_JOB_DEFAULTS``, e.g. ``debug`` for CI);
+3. a YAML or JSON file given with ``--config``;
+4. command-line flags: ``--section.field VALUE`` for every field (``--train.steps 40``,
+   ``--optim.lr 3e-4``) plus a few short aliases (``--preset``, ``--steps``, ``--layers``...).
+
+Nothing here imports torch, so configuration errors surface in about a second.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import os
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MODEL_PRESETS = ("debug", "llama3-8b", "llama3-70b")
+DEVICES = ("auto", "npu", "cuda", "cpu")
+PRECISIONS = ("auto", "bf16", "fp32")
+BENCH_MODES = ("both", "deepspeed", "torch")
+
+
+class ConfigError(ValueError):
+    """A configuration the trainer refuses; the message says what to change."""
+
+
+@dataclass
+class ModelConfig:
+    preset: str = "debug"  # one of MODEL_PRESETS; ignored when hf_dir is set
+    hf_dir: str | None = None  # local Hugging Face model dir (config.json + *.safetensors) to continue training
+    num_layers: int | None = None  # override the preset's layer count (benchmarks: 8B shapes, fewer layers)
+    vocab_size: int | None = None  # override the preset's vocabulary size (must cover the tokenizer)
+    attn_implementation: str = "sdpa"  # "sdpa" or "eager"; FlashAttention-2 is not available on NPU
+    activation_checkpointing: bool = True  # recompute each decoder layer in backward
+
+
+@dataclass
+class DataConfig:
+    path: str | None = None  # directory written by `ascendops-train prepare` (holds index.json)
+    seq_len: int = 8192  # tokens per training sequence
+    shuffle: bool = True  # shuffle sequences each epoch (seeded by train.seed and the epoch)
+
+
+@dataclass
+class OptimConfig:
+    lr: float = 3e-4  # peak learning rate, reached after warmup
+    min_lr: float = 3e-5  # end of the cosine decay
+    warmup_steps: int = 200  # linear warmup, in optimizer steps
+    weight_decay: float = 0.1  # not applied to norms and biases
+    beta1: float = 0.9
+    beta2: float = 0.95
+    eps: float = 1e-8
+    grad_clip: float = 1.0  # global grad-norm clipping; 0 disables
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 1000  # optimizer steps in total (a resumed run continues up to this number)
+    global_batch_size: int = 512  # sequences per optimizer step, over all data-parallel ranks
+    micro_batch_size: int = 1  # sequences per device per forward pass
+    seed: int = 42
+    precision: str = "auto"  # auto = bf16 on NPU/CUDA, fp32 on CPU (CPUs without bf16 units are ~100x slower in bf16)
+
+
+@dataclass
+class ParallelConfig:
+    device: str = "auto"  # auto = npu if torch_npu sees a device, else cuda, else cpu
+    zero_stage: int = 3  # DeepSpeed ZeRO stage 0..3
+    deepspeed_config: str | None = None  # JSON file merged over the generated DeepSpeed config
+    dist_timeout_s: int = 1800  # process-group timeout (first HCCL connect can be slow)
+
+
+@dataclass
+class CheckpointConfig:
+    dir: str | None = None  # default: <run_dir>/checkpoints
+    interval: int = 500  # save every N optimizer steps (and always at the end and on SIGTERM)
+    keep: int = 3  # keep the newest K checkpoints
+    resume: bool = True  # resume from <dir>/latest when present
+    shared_fs: bool = True  # checkpoint dir is one shared filesystem; False = node-local disks
+    export_dir: str | None = None  # write a Hugging Face model directory here at the end of training
+
+
+@dataclass
+class MetricsConfig:
+    log_interval: int = 10  # optimizer steps between metric lines
+    tensorboard: bool = True  # also write TensorBoard events to <run_dir>/tb
+    peak_tflops: float | None = None  # override the per-device peak used for MFU
+
+
+@dataclass
+class BenchConfig:
+    steps: int = 10  # timed optimizer steps per stack
+    warmup_steps: int = 3  # untimed steps first (allocator, kernels, caches)
+    mode: str = "both"  # both | deepspeed | torch
+
+
+@dataclass
+class JobConfig:
+    run_dir: str = "runs/ascendops"  # metrics.jsonl, tb/, config.json and (by default) checkpoints/
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    parallel: ParallelConfig = field(default_factory=ParallelConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    bench: BenchConfig = field(default_factory=BenchConfig)
+
+    @property
+    def checkpoint_dir(self) -> str:
+        return self.checkpoint.dir or os.path.join(self.run_dir, "checkpoints")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# Job-level defaults that come with a model preset (applied before the file and the flags).
+PRESET_JOB_DEFAULTS: dict[str, dict[str, Any]] = {
+    # Tiny and fast: the CPU test suite and CI use it.
+    "debug": {
+        "data.seq_len": 64,
+        "train.global_batch_size": 8,
+        "train.micro_batch_size": 2,
+        "train.steps": 40,
+        "optim.lr": 3e-3,
+        "optim.min_lr": 3e-4,
+        "optim.warmup_steps": 4,
+        "checkpoint.interval": 20,
+        "metrics.log_interval": 1,
+        "model.activation_checkpointing": False,
+    },
+    "llama3-8b": {"data.seq_len": 8192, "train.global_batch_size": 512, "train.micro_batch_size": 1},
+    "llama3-70b": {"data.seq_len": 8192, "train.global_batch_size": 512, "train.micro_batch_size": 1},
+}
+
+# Short flags -> dotted keys.
+ALIASES: dict[str, str] = {
+    "preset": "model.preset",
+    "layers": "model.num_layers",
+    "hf-dir": "model.hf_dir",
+    "data": "data.path",
+    "seq-len": "data.seq_len",
+    "steps": "train.steps",
+    "global-batch-size": "train.global_batch_size",
+    "micro-batch-size": "train.micro_batch_size",
+    "precision": "train.precision",
+    "seed": "train.seed",
+    "lr": "optim.lr",
+    "device": "parallel.device",
+    "zero-stage": "parallel.zero_stage",
+    "deepspeed-config": "parallel.deepspeed_config",
+    "run-dir": "run_dir",
+    "log-interval": "metrics.log_interval",
+    "export-dir": "checkpoint.export_dir",
+}
+
+
+def field_types() -> dict[str, Any]:
+    """Every settable dotted key and its type, e.g. {'train.steps': int, 'run_dir': str}."""
+    out: dict[str, Any] = {}
+    for name, tp in typing.get_type_hints(JobConfig).items():
+        if dataclasses.is_dataclass(tp):
+            for sub, stp in typing.get_type_hints(tp).items():
+                out[f"{name}.{sub}"] = stp
+        else:
+            out[name] = tp
+    return out
+
+
+def _coerce(key: str, value: Any, tp: Any) -> Any:
+    """Convert a CLI string (or a file value) to the field's type, with a clear error."""
+    optional = False
+    if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        optional = len(args) < len(typing.get_args(tp))
+        tp = args[0]
+    if value is None or (optional and isinstance(value, str) and value.lower() in ("", "none", "null")):
+        if optional:
+            return None
+        raise ConfigError(f"{key} must not be empty")
+    try:
+        if tp is bool:
+            if isinstance(value, bool):
+                return value
+            s = str(value).strip().lower()
+            if s in ("1", "true", "yes", "on"):
+                return True
+            if s in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(value)
+        if tp is int:
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError(value)
+            return int(value)
+        if tp is float:
+            return float(value)
+        return str(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key}={value!r} is not a valid {tp.__name__}") from None
+
+
+def _unknown_key(key: str, known: list[str]) -> ConfigError:
+    hint = difflib.get_close_matches(key, known, n=1)
+    more = f"; did you mean '{hint[0]}'?" if hint else ""
+    return ConfigError(f"unknown config key '{key}'{more}")
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def load_file(path: str) -> dict[str, Any]:
+    """Read a YAML (.yaml/.yml) or JSON config file into a flat {dotted key: value} dict."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+    text = p.read_text()
+    if p.suffix in (".yaml", ".yml"):
+        import yaml
+
+        data = yaml.safe_load(text) or {}
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"config file {path} is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping at the top level")
+    return flatten(data)
+
+
+def build_config(overrides: dict[str, Any] | None = None, config_file: str | None = None) -> JobConfig:
+    """Resolve defaults < preset job defaults < file < overrides, then validate."""
+    types_ = field_types()
+    known = sorted(types_)
+    file_values = load_file(config_file) if config_file else {}
+    overrides = dict(overrides or {})
+    for key in list(file_values) + list(overrides):
+        if key not in types_:
+            raise _unknown_key(key, known)
+    preset = overrides.get("model.preset", file_values.get("model.preset", ModelConfig.preset))
+    values: dict[str, Any] = {}
+    values.update(PRESET_JOB_DEFAULTS.get(str(preset), {}))
+    values.update(file_values)
+    values.update(overrides)
+
+    cfg = JobConfig()
+    for key, raw in values.items():
+        val = _coerce(key, raw, types_[key])
+        if "." in key:
+            section, name = key.split(".", 1)
+            setattr(getattr(cfg, section), name, val)
+        else:
+            setattr(cfg, key, val)
+    validate(cfg)
+    return cfg
+
+
+def validate(cfg: JobConfig) -> None:
+    """Static checks (no devices needed). The data-parallel size is checked at launch."""
+    m, t, o = cfg.model, cfg.train, cfg.optim
+    if m.hf_dir is None and m.preset not in MODEL_PRESETS:
+        raise ConfigError(f"unknown model preset '{m.preset}'; choose one of: {', '.join(MODEL_PRESETS)} "
+                          "(or --model.hf_dir DIR for a local Hugging Face model)")
+    if m.num_layers is not None and m.num_layers < 1:
+        raise ConfigError(f"model.num_layers must be >= 1, got {m.num_layers}")
+    if m.attn_implementation not in ("sdpa", "eager"):
+        raise ConfigError(f"model.attn_implementation must be 'sdpa' or 'eager', got '{m.attn_implementation}'")
+    if t.micro_batch_size < 1 or t.global_batch_size < 1:
+        raise ConfigError("train.micro_batch_size and train.global_batch_size must be >= 1")
+    if t.global_batch_size % t.micro_batch_size:
+        raise ConfigError(
+            f"train.global_batch_size ({t.global_batch_size}) is not divisible by train.micro_batch_size "
+            f"({t.micro_batch_size}): global = micro x data-parallel ranks x gradient-accumulation steps")
+    if t.steps < 1:
+        raise ConfigError(f"train.steps must be >= 1, got {t.steps}")
+    if t.precision not in PRECISIONS:
+        raise ConfigError(f"train.precision must be one of {PRECISIONS}, got '{t.precision}'")
+    if cfg.data.seq_len < 2:
+        raise ConfigError(f"data.seq_len must be >= 2, got {cfg.data.seq_len}")
+    if o.lr <= 0 or o.min_lr < 0 or o.min_lr > o.lr:
+        raise ConfigError(f"need 0 <= optim.min_lr ({o.min_lr}) <= optim.lr ({o.lr}) and optim.lr > 0")
+    if o.warmup_steps < 0:
+        raise ConfigError("optim.warmup_steps must be >= 0")
+    if o.grad_clip < 0:
+        raise ConfigError("optim.grad_clip must be >= 0 (0 disables clipping)")
+    if cfg.parallel.device not in DEVICES:
+        raise ConfigError(f"parallel.device must be one of {DEVICES}, got '{cfg.parallel.device}'")
+    if cfg.parallel.zero_stage not in (0, 1, 2, 3):
+        raise ConfigError(f"parallel.zero_stage must be 0, 1, 2 or 3, got {cfg.parallel.zero_stage}")
+    if cfg.parallel.deepspeed_config and not os.path.isfile(cfg.parallel.deepspeed_config):
+        raise ConfigError(f"parallel.deepspeed_config {cfg.parallel.deepspeed_config} does not exist")
+    if cfg.checkpoint.interval < 1 or cfg.checkpoint.keep < 1:
+        raise ConfigError("checkpoint.interval and checkpoint.keep must be >= 1")
+    if cfg.metrics.log_interval < 1:
+        raise ConfigError("metrics.log_interval must be >= 1")
+    if cfg.bench.mode not in BENCH_MODES:
+        raise ConfigError(f"bench.mode must be one of {BENCH_MODES}, got '{cfg.bench.mode}'")
+    if cfg.bench.steps < 1 or cfg.bench.warmup_steps < 0:
+        raise ConfigError("bench.steps must be >= 1 and bench.warmup_steps >= 0")
+
+
+def grad_accum_steps(cfg: JobConfig, dp_size: int) -> int:
+    """Gradient-accumulation steps for a data-parallel size; refuses batch sizes that don't divide."""
+    t = cfg.train
+    per_step = t.micro_batch_size * dp_size
+    if t.global_batch_size % per_step:
+        raise ConfigError(
+            f"train.global_batch_size ({t.global_batch_size}) is not divisible by train.micro_batch_size "
+            f"({t.micro_batch_size}) x data-parallel size ({dp_size}) = {per_step}; "
+            f"pick a global batch that is a multiple of {per_step}")
+    return t.global_batch_size // per_step
+
+
+def add_config_arguments(parser) -> None:
+    """Add --config, every --section.field flag and the short aliases to an argparse parser."""
+    parser.add_argument("--config", help="YAML or JSON config file (flags override it)")
+    for key, tp in field_types().items():
+        parser.add_argument(f"--{key}", dest=f"cfg:{key}", default=None, metavar=_metavar(tp))
+    types_ = field_types()
+    for alias, key in ALIASES.items():
+        parser.add_argument(f"--{alias}", dest=f"cfg:{key}", default=None, metavar=_metavar(types_[key]),
+                            help=f"same as --{key}")
+
+
+def _metavar(tp: Any) -> str:
+    name = getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+    return name.replace(" | None", "").upper()
+
+
+def config_from_args(args) -> JobConfig:
+    overrides = {k[4:]: v for k, v in vars(args).items() if k.startswith("cfg:") and v is not None}
+    return build_config(overrides, getattr(args, "config", None))

@@ -1,0 +1,217 @@
+"""Throughput accounting (FLOPs, peak, MFU) and the metric sinks (console line, JSONL, TensorBoard).
+
+FLOPs per token follow the PaLM paper (Chowdhery et al. 2022, appendix B):
+
+    flops_per_token = 6 * N + 12 * n_layers * n_heads * head_dim * seq_len
+
+- ``6 * N``: forward (2) + backward (4) FLOPs per weight that takes part in a matmul.
+  N EXCLUDES the input token-embedding table (a lookup, no matmul) and INCLUDES the lm_head
+  output projection (a real [hidden x vocab] matmul); for tied embeddings the shared matrix is
+  counted once, as the lm_head.
+- ``12 * L * H * Dh * S``: attention scores and weighted values (QK^T and AV), forward + backward,
+  with no discount for the causal mask.
+- Activation recomputation is not counted: this is model FLOPs utilisation (MFU), not hardware
+  FLOPs; a run with activation checkpointing does ~1/3 more work than it gets credit for.
+
+MFU = achieved FLOP/s per device / the device's dense bf16 peak (table below). For a CPU there is no
+datasheet figure: the trainer measures a matmul's throughput at start-up and uses that.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import time
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# Dense BF16 peak per device in TFLOPS, matched as a substring of the device name torch reports
+# (torch_npu: "Ascend910B1"; CUDA: "NVIDIA H100 80GB HBM3"). First match wins: specific names first.
+PEAK_TFLOPS_BF16: list[tuple[str, float]] = [
+    ("Ascend910B1", 373.9),
+    ("Ascend910B2", 353.9),
+    ("Ascend910B3", 294.9),
+    ("Ascend910B4", 245.8),
+    ("H100 PCIe", 756.0),  # NVIDIA datasheet, dense (1513 with sparsity)
+    ("H100", 989.0),  # SXM
+    ("H200", 989.0),
+    ("A100", 312.0),
+]
+
+
+def flops_per_token(n_params_non_embedding: int, n_layers: int, n_heads: int, head_dim: int, seq_len: int) -> int:
+    """PaLM model FLOPs per trained token; see the module docstring for what N includes."""
+    return 6 * n_params_non_embedding + 12 * n_layers * n_heads * head_dim * seq_len
+
+
+def flops_per_token_for(hf_config, seq_len: int) -> int:
+    from .model import param_counts
+
+    c = hf_config
+    hd = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+    return flops_per_token(param_counts(c).non_embedding, c.num_hidden_layers, c.num_attention_heads, hd, seq_len)
+
+
+def peak_tflops_for(device_name: str) -> float | None:
+    """Table lookup by device name; None when the device is not in the table."""
+    for key, tflops in PEAK_TFLOPS_BF16:
+        if key.lower() in device_name.lower():
+            return tflops
+    return None
+
+
+def measure_cpu_matmul_tflops(dtype_name: str = "fp32", n: int = 1024, min_seconds: float = 0.3) -> float:
+    """Sustained square-matmul throughput of this process on the CPU, in TFLOPS (the CPU 'peak')."""
+    import torch
+
+    dtype = torch.bfloat16 if dtype_name == "bf16" else torch.float32
+    if dtype == torch.bfloat16:
+        n = min(n, 256)  # without native bf16 units this is slow; keep start-up short
+    a = torch.randn(n, n, dtype=dtype)
+    b = torch.randn(n, n, dtype=dtype)
+    a @ b  # warm-up
+    iters, t0 = 0, time.perf_counter()
+    while True:
+        a @ b
+        iters += 1
+        dt = time.perf_counter() - t0
+        if dt >= min_seconds and iters >= 3:
+            break
+    return 2 * n**3 * iters / dt / 1e12
+
+
+def mfu(tokens_per_s_per_device: float, flops_per_tok: float, peak_tflops: float | None) -> float | None:
+    """Model FLOPs utilisation in [0, 1]; None without a known peak."""
+    if not peak_tflops:
+        return None
+    return tokens_per_s_per_device * flops_per_tok / (peak_tflops * 1e12)
+
+
+def achieved_tflops(tokens_per_s_per_device: float, flops_per_tok: float) -> float:
+    return tokens_per_s_per_device * flops_per_tok / 1e12
+
+
+def memory_gib(device_type: str) -> float:
+    """Peak device memory allocated since the last reset (host-side allocator stats, no sync);
+    on CPU the process's peak resident set size."""
+    if device_type in ("npu", "cuda"):
+        import torch
+
+        mod = getattr(torch, device_type)
+        v = mod.max_memory_allocated()
+        mod.reset_peak_memory_stats()
+        return v / 2**30
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
+
+
+def format_line(m: dict[str, Any]) -> str:
+    def f(key: str, fmt: str, scale: float = 1.0, unit: str = "") -> str:
+        v = m.get(key)
+        return "n/a" if v is None else format(v * scale, fmt) + unit
+
+    return (f"step {m['step']}/{m['total_steps']} | loss {f('loss', '.4f')} | lr {f('lr', '.2e')} | "
+            f"gnorm {f('grad_norm', '.3f')} | tok/s/dev {f('tokens_per_s_per_device', ',.0f')} | "
+            f"TFLOPS/dev {f('tflops_per_device', '.2f')} | MFU {f('mfu', '.1f', 100, '%')} | "
+            f"mem {f('mem_gib', '.2f', unit=' GiB')} | data wait {f('data_wait_frac', '.1f', 100, '%')} | "
+            f"{f('step_time_s', '.3f', unit=' s/step')}")
+
+
+class MetricsLogger:
+    """Writes one record per log interval: a console line, a JSONL line, TensorBoard scalars.
+
+    Only the main rank writes; the others get a no-op logger.
+    """
+
+    def __init__(self, run_dir: str, enabled: bool, tensorboard: bool = True):
+        self.enabled = enabled
+        self.path = os.path.join(run_dir, "metrics.jsonl")
+        self._tb = None
+        if not enabled:
+            return
+        os.makedirs(run_dir, exist_ok=True)
+        self._f = open(self.path, "a", buffering=1)  # append: a resumed run continues the file
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self._tb = SummaryWriter(os.path.join(run_dir, "tb"))
+            except ImportError as e:  # tensorboard missing: keep training, say so once
+                log.warning("TensorBoard disabled: %s", e)
+
+    def log(self, record: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
+        print(format_line(record), flush=True)
+        self._f.write(json.dumps(record) + "\n")
+        if self._tb is not None:
+            for k, v in record.items():
+                if isinstance(v, (int, float)) and k not in ("step", "total_steps") and math.isfinite(v):
+                    self._tb.add_scalar(k, v, record["step"])
+            self._tb.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self._f.close()
+            if self._tb is not None:
+                self._tb.close()
+
+
+def read_jsonl(path: str) -> list[dict[str, Any]]:
+    """Records of a metrics.jsonl, last one per step (a resumed run may repeat steps). A last line
+    still being written by a running job is skipped."""
+    by_step: dict[int, dict[str, Any]] = {}
+    with open(path) as f:
+        lines = f.read().split("\n")
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:  # no newline yet: incomplete
+                break
+            raise
+        by_step[int(rec["step"])] = rec
+    return [by_step[k] for k in sorted(by_step)]
+
+
+def plot(jsonl_path: str, out_dir: str) -> list[str]:
+    """PNG plots of a run: loss.png and tokens_per_s.png (plus mfu.png and lr.png when logged)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if os.path.isdir(jsonl_path):
+        jsonl_path = os.path.join(jsonl_path, "metrics.jsonl")
+    recs = read_jsonl(jsonl_path)
+    if not recs:
+        raise ValueError(f"{jsonl_path} holds no metric records")
+    os.makedirs(out_dir, exist_ok=True)
+    steps = [r["step"] for r in recs]
+    charts = [("loss.png", "loss", "loss", 1.0), ("tokens_per_s.png", "tokens_per_s_per_device",
+                                                  "tokens/s per device", 1.0),
+              ("mfu.png", "mfu", "MFU (%)", 100.0), ("lr.png", "lr", "learning rate", 1.0)]
+    written = []
+    for name, key, label, scale in charts:
+        pts = [(s, r[key] * scale) for s, r in zip(steps, recs, strict=True) if r.get(key) is not None]
+        if not pts and name not in ("loss.png", "tokens_per_s.png"):
+            continue
+        fig, ax = plt.subplots(figsize=(7, 4))
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="." if len(pts) < 60 else None)
+        ax.set_xlabel("step")
+        ax.set_ylabel(label)
+        ax.set_title(f"{label} - {os.path.basename(os.path.dirname(os.path.abspath(jsonl_path)))}")
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        path = os.path.join(out_dir, name)
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+    return written

@@ -1,0 +1,199 @@
+"""Llama 3 through transformers' LlamaForCausalLM: presets, local HF checkpoints, RoPE fields.
+
+Shapes of the presets follow Meta's Llama 3 release (see shared/ascend-facts.md). Nothing is ever
+fetched from a hub: a real checkpoint is a local directory with config.json and *.safetensors.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from .config import ConfigError, ModelConfig
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ROPE_THETA = 10000.0  # transformers' default when a config names no theta at all
+
+_LLAMA3_COMMON: dict[str, Any] = {
+    "model_type": "llama",
+    "hidden_act": "silu",
+    "rms_norm_eps": 1e-5,
+    "tie_word_embeddings": False,
+    "attention_bias": False,
+    "mlp_bias": False,
+    "initializer_range": 0.02,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0},
+}
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # Tiny model for CPU tests: every code path of the big ones (GQA, RoPE, SwiGLU), ~0.1M params.
+    "debug": {**_LLAMA3_COMMON, "vocab_size": 512, "hidden_size": 64, "intermediate_size": 160,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "max_position_embeddings": 2048, "bos_token_id": 1, "eos_token_id": 2},
+    "llama3-8b": {**_LLAMA3_COMMON, "vocab_size": 128256, "hidden_size": 4096, "intermediate_size": 14336,
+                  "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                  "max_position_embeddings": 8192, "bos_token_id": 128000, "eos_token_id": 128001},
+    "llama3-70b": {**_LLAMA3_COMMON, "vocab_size": 128256, "hidden_size": 8192, "intermediate_size": 28672,
+                   "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8,
+                   "max_position_embeddings": 8192, "bos_token_id": 128000, "eos_token_id": 128001},
+}
+
+
+def normalize_rope_fields(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Put RoPE settings into one place, whichever layout a config.json uses.
+
+    - older configs: ``rope_theta`` at top level, optional ``rope_scaling`` (Llama 3.1: rope_type "llama3");
+    - transformers >= 5: ``rope_parameters = {"rope_type": ..., "rope_theta": ...}``.
+
+    Returns a copy with ``rope_parameters`` complete (type and theta) and no ``rope_theta`` /
+    ``rope_scaling`` keys. Refuses a config whose two theta fields disagree.
+    """
+    d = dict(cfg)
+    params = dict(d.pop("rope_parameters", None) or {})
+    scaling = d.pop("rope_scaling", None) or {}
+    for k, v in scaling.items():
+        params.setdefault(k, v)
+    top_theta = d.pop("rope_theta", None)
+    if top_theta is not None and "rope_theta" in params and float(params["rope_theta"]) != float(top_theta):
+        raise ConfigError(f"config has rope_theta={top_theta} but rope_parameters.rope_theta="
+                          f"{params['rope_theta']}; they must agree")
+    params.setdefault("rope_theta", float(top_theta) if top_theta is not None else DEFAULT_ROPE_THETA)
+    params["rope_theta"] = float(params["rope_theta"])
+    params.setdefault("rope_type", params.pop("type", "default"))
+    params.pop("type", None)
+    d["rope_parameters"] = params
+    return d
+
+
+def rope_theta_of(config: Any) -> float:
+    """RoPE base of a LlamaConfig (or a config dict), whichever field holds it."""
+    get = config.get if isinstance(config, dict) else (lambda k, default=None: getattr(config, k, default))
+    params = get("rope_parameters") or get("rope_scaling") or {}
+    if params.get("rope_theta") is not None:
+        return float(params["rope_theta"])
+    theta = get("rope_theta")
+    return float(theta) if theta is not None else DEFAULT_ROPE_THETA
+
+
+def _llama_config_from_dict(d: dict[str, Any]):
+    """LlamaConfig from a normalized dict, for transformers with or without `rope_parameters`."""
+    from transformers import LlamaConfig
+
+    d = dict(d)
+    if "rope_parameters" not in LlamaConfig().to_dict():  # transformers 4.x: legacy layout
+        params = dict(d.pop("rope_parameters"))
+        d["rope_theta"] = params.pop("rope_theta")
+        if params.get("rope_type", "default") != "default":
+            d["rope_scaling"] = params
+    return LlamaConfig.from_dict(d)
+
+
+def config_dict(mcfg: ModelConfig) -> dict[str, Any]:
+    """The model's config as a plain dict (from the preset or <hf_dir>/config.json), overrides applied."""
+    if mcfg.hf_dir:
+        path = os.path.join(mcfg.hf_dir, "config.json")
+        if not os.path.isfile(path):
+            raise ConfigError(f"model.hf_dir {mcfg.hf_dir} has no config.json (a local Hugging Face model "
+                              "directory is expected; nothing is downloaded)")
+        with open(path) as f:
+            d = json.load(f)
+        if d.get("model_type") != "llama":
+            raise ConfigError(f"{path}: model_type is '{d.get('model_type')}', expected 'llama'")
+        if mcfg.vocab_size is not None and mcfg.vocab_size != d.get("vocab_size"):
+            raise ConfigError("model.vocab_size cannot change the vocabulary of a pretrained model")
+    else:
+        if mcfg.preset not in PRESETS:
+            raise ConfigError(f"unknown model preset '{mcfg.preset}'; choose one of: {', '.join(PRESETS)}")
+        d = json.loads(json.dumps(PRESETS[mcfg.preset]))  # deep copy
+        if mcfg.vocab_size is not None:
+            d["vocab_size"] = mcfg.vocab_size
+    if mcfg.num_layers is not None:
+        d["num_hidden_layers"] = mcfg.num_layers
+    d = normalize_rope_fields(d)
+    d["use_cache"] = False
+    return d
+
+
+def build_hf_config(mcfg: ModelConfig):
+    """transformers.LlamaConfig for the model section of the run config."""
+    cfg = _llama_config_from_dict(config_dict(mcfg))
+    cfg._attn_implementation = mcfg.attn_implementation
+    return cfg
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    total: int
+    embedding: int  # the input token-embedding table (a lookup, no matmul FLOPs)
+
+    @property
+    def non_embedding(self) -> int:
+        """N for the FLOPs formula: every weight that is multiplied, lm_head included."""
+        return self.total - self.embedding
+
+
+def param_counts(hf_config) -> ParamCounts:
+    """Analytic parameter count of a LlamaForCausalLM (no model needed: works for 70B on a laptop)."""
+    c = hf_config
+    hd = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+    h, inter, v = c.hidden_size, c.intermediate_size, c.vocab_size
+    attn = h * c.num_attention_heads * hd * 2 + h * c.num_key_value_heads * hd * 2  # q, o + k, v
+    if getattr(c, "attention_bias", False):
+        attn += c.num_attention_heads * hd + 2 * c.num_key_value_heads * hd + h
+    mlp = 3 * h * inter + (2 * inter + h if getattr(c, "mlp_bias", False) else 0)
+    layer = attn + mlp + 2 * h  # + two RMSNorm weights
+    embed = v * h
+    lm_head = 0 if c.tie_word_embeddings else v * h
+    total = embed + c.num_hidden_layers * layer + h + lm_head
+    return ParamCounts(total=total, embedding=embed)
+
+
+def count_model_params(model) -> int:
+    """Parameters of a built model; under ZeRO-3 the local tensors are empty, ds_numel holds the size."""
+    return sum(getattr(p, "ds_numel", p.numel()) for p in model.parameters())
+
+
+_HF_DS_CONFIG = None  # transformers only holds a weak reference; keep the object alive
+
+
+def build_model(mcfg: ModelConfig, hf_config, dtype, ds_config: dict[str, Any] | None = None, device=None):
+    """Build LlamaForCausalLM: random init from a preset, or the weights of mcfg.hf_dir.
+
+    With ZeRO stage 3 in ``ds_config`` the model is created inside deepspeed.zero.Init (through
+    transformers' HfDeepSpeedConfig), so each rank only ever holds its shard of the weights.
+    Random init happens on rank 0 and is broadcast: every rank starts from the same model.
+    Otherwise a random init is created directly on `device` (when given), not on the host first.
+    """
+    global _HF_DS_CONFIG
+    import contextlib
+
+    import torch
+    from transformers import LlamaForCausalLM
+    from transformers.integrations.deepspeed import unset_hf_deepspeed_config
+
+    zero3 = ds_config is not None and ds_config.get("zero_optimization", {}).get("stage", 0) == 3
+    if zero3:
+        from transformers.integrations import HfDeepSpeedConfig
+
+        _HF_DS_CONFIG = HfDeepSpeedConfig(ds_config)
+    else:
+        unset_hf_deepspeed_config()
+        _HF_DS_CONFIG = None
+    where = torch.device(device) if device is not None and not zero3 else contextlib.nullcontext()
+
+    if mcfg.hf_dir:
+        model = LlamaForCausalLM.from_pretrained(
+            mcfg.hf_dir, config=hf_config, dtype=dtype, local_files_only=True,
+            attn_implementation=mcfg.attn_implementation)
+    else:
+        with where:
+            model = LlamaForCausalLM._from_config(hf_config, dtype=dtype,
+                                                  attn_implementation=mcfg.attn_implementation)
+    model.config.use_cache = False
+    if mcfg.activation_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    return model

@@ -1,0 +1,47 @@
+"""Shared fixtures for the payload tests: a prepared corpus and one uninterrupted 2-process run.
+
+The multi-process runs are the expensive part (each process imports torch, transformers and
+DeepSpeed): they are session fixtures, shared by every test that only reads their results.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _trainer_helpers import rank_table, subprocess_env, torchrun_cmd, train_args  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def prepared(tmp_path_factory) -> dict[str, str]:
+    """Corpus (.txt + .jsonl), a BPE tokenizer trained on it, and its token shards."""
+    from _trainer_corpus import documents, write_corpus, write_tokenizer
+
+    from ascendops_trainer.data import prepare
+
+    root = tmp_path_factory.mktemp("prepared")
+    files = write_corpus(str(root / "corpus"))
+    tok = write_tokenizer(str(root / "tokenizer"), documents())
+    data = str(root / "data")
+    prepare(files, tok, data, shard_tokens=8000)  # several shards: samples cross shard boundaries
+    return {"root": str(root), "files": files, "tokenizer": tok, "data": data}
+
+
+@pytest.fixture(scope="session")
+def straight_run(prepared, tmp_path_factory) -> Path:
+    """2 processes, gloo, ZeRO-3: STEPS uninterrupted steps, exported to <run>/hf at the end.
+    Launched with a rank table that matches the launch (1 server, devices 0 and 1)."""
+    root = tmp_path_factory.mktemp("straight")
+    run = root / "run"
+    table = root / "rank_table.json"
+    table.write_text(rank_table([("127.0.0.1", [0, 1])]))
+    cmd = torchrun_cmd(train_args(prepared["data"], run, "--export-dir", str(run / "hf")))
+    proc = subprocess.run(cmd, env=subprocess_env(RANK_TABLE_FILE=str(table)), capture_output=True, text=True,
+                          timeout=240)
+    (root / "log.txt").write_text(proc.stdout + proc.stderr)
+    assert proc.returncode == 0, f"straight run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    return run

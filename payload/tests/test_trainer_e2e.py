@@ -1,0 +1,201 @@
+"""End to end on CPU: torchrun, 2 processes, gloo, DeepSpeed ZeRO-3, the debug model."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from _trainer_helpers import STEPS, rank_table, read_metrics, subprocess_env, torchrun_cmd, train_args
+
+pytestmark = pytest.mark.slow
+
+
+def test_loss_falls_and_metrics_are_complete(straight_run):
+    m = read_metrics(straight_run)
+    assert sorted(m) == list(range(1, STEPS + 1))  # log interval 1, every step once
+    first = m[1]["loss"]
+    # A fresh model predicts ~uniformly over the 512-token vocabulary: loss ~ ln(512).
+    assert abs(first - math.log(512)) < 0.5, first
+    early = sum(m[s]["loss"] for s in range(1, 4)) / 3
+    late = sum(m[s]["loss"] for s in range(STEPS - 4, STEPS + 1)) / 5
+    assert late < 0.6 * early, (early, late)
+    for rec in m.values():
+        assert rec["tokens_per_s_per_device"] > 0 and rec["tflops_per_device"] > 0
+        assert 0 < rec["mfu"] < 1  # CPU peak is measured at start-up
+        assert rec["mem_gib"] > 0 and rec["data_wait_s"] >= 0 and 0 <= rec["data_wait_frac"] < 1
+        assert rec["grad_norm"] is not None and rec["grad_norm"] > 0
+    # warmup then cosine decay, as configured by the debug preset (lr 3e-3 -> 3e-4, 4 warmup steps)
+    assert m[1]["lr"] == pytest.approx(3e-3 / 4)
+    assert m[4]["lr"] == pytest.approx(3e-3)
+    assert m[STEPS]["lr"] == pytest.approx(3e-4, rel=1e-3)
+    assert list((straight_run / "tb").glob("events.out.tfevents.*")), "no TensorBoard events written"
+    meta = json.loads((straight_run / "config.json").read_text())
+    assert meta["run"]["world_size"] == 2 and meta["run"]["zero_stage"] == 3
+    assert meta["run"]["rank_table_server"] == "127.0.0.1"  # the matching rank table was accepted
+    assert meta["deepspeed"]["zero_optimization"]["stage"] == 3
+
+
+def test_checkpoints_rotate_and_latest_points_to_last(straight_run):
+    ckpt = straight_run / "checkpoints"
+    kept = sorted(p.name for p in ckpt.glob("step_*"))
+    # saved at 10, 20, 30, 40; checkpoint.keep=3 removed the oldest
+    assert kept == [f"step_{s:08d}" for s in (20, 30, 40)]
+    assert (ckpt / "latest").read_text().strip() == f"step_{STEPS:08d}"
+    state = json.loads((ckpt / f"step_{STEPS:08d}" / "trainer_state.json").read_text())
+    assert state["step"] == STEPS and state["loader"]["consumed"] > 0
+    assert sorted(p.name for p in (ckpt / f"step_{STEPS:08d}").glob("rng_rank*.pt")) == \
+        ["rng_rank00000.pt", "rng_rank00001.pt"]
+    assert not list(ckpt.glob(".tmp-*"))
+
+
+def test_sigterm_then_resume_matches_uninterrupted(prepared, straight_run, tmp_path):
+    """2N steps straight == N(ish) steps, SIGTERM, resume to 2N: same losses, grad norms and LRs."""
+    run = tmp_path / "run"
+    log = open(tmp_path / "first.log", "w")
+    cmd = torchrun_cmd(train_args(prepared["data"], run))
+    proc = subprocess.Popen(cmd, env=subprocess_env(), stdout=log, stderr=subprocess.STDOUT)
+    half = STEPS // 2
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"run ended before step {half}: {(tmp_path / 'first.log').read_text()[-3000:]}")
+            if (run / "metrics.jsonl").is_file() and max(read_metrics(run), default=0) >= half:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)  # to torchrun, as a scheduler would; it forwards to the workers
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        log.close()
+    first_log = (tmp_path / "first.log").read_text()
+    assert proc.returncode != 0  # stopped, not finished
+    stopped = int((run / "checkpoints" / "latest").read_text().strip().split("_")[1])
+    assert half <= stopped < STEPS, first_log[-3000:]
+    assert f"SIGTERM: saving a checkpoint at step {stopped} and stopping" in first_log
+    assert max(read_metrics(run)) == stopped
+
+    resumed = subprocess.run(cmd, env=subprocess_env(), capture_output=True, text=True, timeout=240)
+    out = resumed.stdout + resumed.stderr
+    assert resumed.returncode == 0, out[-5000:]
+    assert f"resumed from step_{stopped:08d}: step {stopped}" in out
+
+    ref, got = read_metrics(straight_run), read_metrics(run)
+    assert sorted(got) == list(range(1, STEPS + 1))
+    for s in range(stopped + 1, STEPS + 1):
+        for key in ("loss", "grad_norm", "lr"):
+            assert got[s][key] == pytest.approx(ref[s][key], rel=1e-6, abs=1e-9), (s, key)
+        assert got[s]["tokens_seen"] == ref[s]["tokens_seen"]
+
+
+def test_export_loads_in_transformers_with_same_logits(prepared, straight_run):
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ascendops_trainer.data import TokenDataset
+
+    hf = straight_run / "hf"
+    model = AutoModelForCausalLM.from_pretrained(str(hf), local_files_only=True).eval()
+    assert model.config.num_hidden_layers == 2 and model.config.rope_parameters["rope_theta"] == 500000.0
+    probe = load_file(str(hf / "export_probe.safetensors"))  # logits the DeepSpeed engine gave at export
+    with torch.no_grad():
+        logits = model(input_ids=probe["input_ids"]).logits.float()
+    torch.testing.assert_close(logits, probe["logits"], rtol=1e-4, atol=1e-4)
+    # and these are the trained weights, not an initial model: low loss on the training data
+    batch = torch.from_numpy(TokenDataset(prepared["data"]).tokens(0, 257)).unsqueeze(0)
+    with torch.no_grad():
+        loss = model(input_ids=batch, labels=batch).loss.item()
+    assert loss < read_metrics(straight_run)[1]["loss"] - 2.0, loss
+    tok = AutoTokenizer.from_pretrained(str(hf), local_files_only=True)
+    assert tok.eos_token == "</s>"
+
+
+def test_offline_export_of_checkpoint_matches_live_export(straight_run, tmp_path):
+    from safetensors.torch import load_file
+
+    from ascendops_trainer.cli import main
+
+    out = tmp_path / "hf_offline"
+    assert main(["export", "--checkpoint-dir", str(straight_run / "checkpoints"), "--out", str(out),
+                 "--dtype", "fp32"]) == 0
+    live, offline = load_file(str(straight_run / "hf" / "model.safetensors")), load_file(str(out / "model.safetensors"))
+    assert sorted(live) == sorted(offline) and len(live) == 21
+    for k in live:
+        assert (live[k] == offline[k]).all(), k
+    assert json.loads((out / "ascendops_export.json").read_text())["step"] == STEPS
+
+
+def test_plot_writes_pngs(straight_run, tmp_path):
+    from ascendops_trainer.cli import main
+
+    assert main(["plot", str(straight_run), "--out", str(tmp_path)]) == 0
+    for name in ("loss.png", "tokens_per_s.png"):
+        data = (tmp_path / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
+
+
+@pytest.mark.parametrize("servers,message", [
+    # 2 servers x 2 devices = 4 ranks, but torchrun starts 2 processes on 1 node
+    ([("10.0.0.11", [0, 1]), ("10.0.0.12", [0, 1])],
+     "lists 4 devices on 2 servers but torchrun launched WORLD_SIZE=2"),
+    # right size, but the devices are 4 and 5 while local ranks 0 and 1 use devices 0 and 1
+    ([("10.0.0.11", [4, 5])], "rank 0 is device 4 on server 10.0.0.11, but this process (LOCAL_RANK=0) "
+                              "would use device 0"),
+])
+def test_rank_table_that_disagrees_with_launch_is_refused(prepared, tmp_path, servers, message):
+    table = tmp_path / "rank_table.json"
+    table.write_text(rank_table(servers))
+    proc = subprocess.run(torchrun_cmd(train_args(prepared["data"], tmp_path / "run")),
+                          env=subprocess_env(RANK_TABLE_FILE=str(table)), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode != 0
+    assert "ascendops-train: rank table error: rank table " + str(table) in proc.stderr
+    assert message in proc.stderr, proc.stderr[-3000:]
+    assert not (tmp_path / "run" / "metrics.jsonl").exists()  # refused before training started
+
+
+def test_bench_single_process_without_torchrun(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "ascendops_trainer", "bench", "--preset", "debug", "--run-dir", str(tmp_path),
+         "--bench.steps", "2", "--bench.warmup_steps", "1"],
+        env=subprocess_env(), capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("BENCH_RESULT "))
+    res = json.loads(line[len("BENCH_RESULT "):])
+    assert res["world_size"] == 1 and res["peak_source"] == "measured fp32 matmul"
+    for stack in ("deepspeed", "torch"):
+        r = res["results"][stack]
+        assert r["tokens_per_s_per_device"] > 0 and 0 < r["mfu"] < 1
+        assert abs(r["loss"] - math.log(512)) < 1.0  # both stacks train the same model from the same init
+    assert res["ratio_deepspeed_over_torch"] == pytest.approx(
+        res["results"]["deepspeed"]["tokens_per_s_per_device"] / res["results"]["torch"]["tokens_per_s_per_device"])
+    assert "ratio deepspeed/torch tokens/s:" in proc.stdout
+    assert Path(tmp_path / "bench.json").is_file()
+
+
+def test_cli_config_errors_are_clear(tmp_path):
+    """Static config errors stop at once, before torch is imported, with exit code 2."""
+    bad_file = tmp_path / "bad.yaml"
+    bad_file.write_text("optim:\n  lrr: 0.1\n")
+    for args, msg in [
+        (["--preset", "llama3-7b"], "unknown model preset 'llama3-7b'; choose one of: debug, llama3-8b, llama3-70b"),
+        (["--global-batch-size", "10", "--micro-batch-size", "4"],
+         "train.global_batch_size (10) is not divisible by train.micro_batch_size (4)"),
+        (["--config", str(bad_file)], "unknown config key 'optim.lrr'; did you mean 'optim.lr'?"),
+    ]:
+        t0 = time.time()
+        proc = subprocess.run([sys.executable, "-m", "ascendops_trainer", "train", "--data", "/nonexistent", *args],
+                              env=subprocess_env(), capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert "ascendops-train: config error: " + msg in proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert time.time() - t0 < 20
+
