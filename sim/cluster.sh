@@ -73,7 +73,8 @@ up() {
     if ! podman container exists "$prefix-$name"; then
       podman volume exists "$prefix-$name-docker" ||
         podman volume create --label ascendops.sim.node="$name" "$prefix-$name-docker" >/dev/null
-      podman run -d --name "$prefix-$name" --hostname "$name" --privileged \
+      # A private cgroup namespace: Docker inside the node cannot mount the host's cgroup v1 tree.
+      podman run -d --name "$prefix-$name" --hostname "$name" --privileged --cgroupns=private \
         --label ascendops.sim.node="$name" --restart=always \
         --network "$mgmt_net:ip=$ip" --network "$roce_net:ip=$roce_cidr.$((1 + i))" \
         -v "$prefix-$name-docker:/var/lib/docker" \
