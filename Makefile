@@ -12,7 +12,7 @@ NPUS ?= 2
 help:
 	@echo "make sim   - set up, bring up the simulated cluster ($(NODES) nodes x $(NPUS) NPUs), run site.yml"
 	@echo "make test  - set up, then lint, ansible-test sanity, pytest and every molecule scenario"
-	@echo "other: setup packages sim-image sim-up sim-down lint sanity unit molecule build clean"
+	@echo "other: setup packages sim-image sim-up sim-down lint sanity unit molecule build payload-image clean"
 
 setup:
 	scripts/setup.sh
@@ -53,6 +53,9 @@ test: setup
 
 build: setup
 	ansible-galaxy collection build --force --output-path build/
+
+# The trainer's container image (payload/Makefile.inc): make payload-image
+include payload/Makefile.inc
 
 clean:
 	rm -rf build .cache/ansible-test .pytest_cache .ruff_cache

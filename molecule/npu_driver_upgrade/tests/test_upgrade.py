@@ -1,5 +1,8 @@
 """Upgrade: firmware before driver, reboot handled, new versions running."""
 
+import os
+import pathlib
+
 from ascend_verify import CURRENT, PREVIOUS, events, installs, key_values, npu_table
 
 
@@ -34,3 +37,13 @@ def test_upgrade_kept_install_records(host):
     info = key_values(host, "/etc/ascend_install.info")
     assert info["UserName"] == "HwHiAiUser"
     assert info["Driver_Install_Path_Param"] == "/usr/local/Ascend"
+
+
+def test_mirror_downloads_once_and_reruns_reuse_the_staged_copy(host):
+    log = pathlib.Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "mirror.log").read_text().splitlines()
+    gets = [line.split()[1] for line in log if line.startswith("GET ") and line.endswith(" 200")]
+    driver = f"/Ascend-hdk-910b-npu-driver_{CURRENT['driver']}_linux-{host.system_info.arch}.run"
+    firmware = f"/Ascend-hdk-910b-npu-firmware_{CURRENT['firmware']}.run"
+    # converge and the idempotence run both read the manifest; each package is fetched once.
+    assert gets.count("/SHA256SUMS") >= 2, gets
+    assert gets.count(driver) == 1 and gets.count(firmware) == 1, gets
