@@ -25,4 +25,5 @@ step molecule scripts/molecule-all.sh
 echo
 echo "make test timing summary"
 printf '%s\n' "${rows[@]}"
+echo "$(( ${#rows[@]} - failed )) passed, $failed failed"
 exit $(( failed > 0 ))
