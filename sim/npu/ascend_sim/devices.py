@@ -11,7 +11,9 @@ import os
 import re
 import stat
 
-from . import accounts, paths, state
+from . import accounts, hardware, paths, state
+
+DCMI_INIT_FAILED = "dcmi module initialize failed. ret is -8005"
 
 DEV_MODE = 0o660
 _MAJOR_DAVINCI = 240
@@ -27,6 +29,20 @@ def driver_initialised(st: dict | None = None) -> bool:
     """What dcmi needs: a loaded (running) driver and its control device."""
     st = state.load() if st is None else st
     return bool(st["running"].get("driver")) and os.path.exists(paths.host_path("/dev/davinci_manager"))
+
+
+def open_dcmi(device: int | None = None) -> tuple[dict, dict] | None:
+    """What every vendor tool does first: read the hardware and state, initialise dcmi and check the
+    device id. Returns (hardware, state), or prints the tool's error and returns None."""
+    hw = hardware.load()
+    st = state.load()
+    if not driver_initialised(st):
+        print(DCMI_INIT_FAILED)
+        return None
+    if device is not None and device >= hw["npu_count"]:
+        print(f"Device id {device} is invalid.")
+        return None
+    return hw, st
 
 
 def _owner(install_info: dict) -> tuple[int, int]:

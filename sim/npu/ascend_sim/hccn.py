@@ -15,9 +15,8 @@ same failure for the next ``count`` calls. Callers must serialise per node and r
 import fcntl
 import os
 
-from . import hardware, netcfg, paths, state
-from .devices import driver_initialised
-from .npusmi import DCMI_INIT_FAILED
+from . import netcfg, paths, state
+from .devices import open_dcmi
 
 OK = "Cmd executed successfully!"
 BUSY = "hccn_tool is busy, please try again"
@@ -208,14 +207,10 @@ def main(argv: list[str]) -> int:
         if injected:
             print(BUSY)
             return 1
-        hw = hardware.load()
-        st = state.load()
-        if not driver_initialised(st):
-            print(DCMI_INIT_FAILED)
+        opened = open_dcmi(device)
+        if opened is None:
             return 1
-        if device >= hw["npu_count"]:
-            print(f"Device id {device} is invalid.")
-            return 1
+        hw, st = opened
         if mode == "-s":
             error = _set(hw, device, cmd, params)
             if error:

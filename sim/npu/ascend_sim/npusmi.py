@@ -9,10 +9,8 @@ fresh driver install (no ``/dev/davinci_manager``) every query prints
 
 import sys
 
-from . import hardware, installinfo, state
-from .devices import driver_initialised
-
-DCMI_INIT_FAILED = "dcmi module initialize failed. ret is -8005"
+from . import hardware, installinfo
+from .devices import open_dcmi
 
 BORDER_TOP = "+" + "-" * 96 + "+"
 BORDER_COLS = "+" + "-" * 27 + "+" + "-" * 15 + "+" + "-" * 52 + "+"
@@ -120,11 +118,10 @@ def main(argv: list[str]) -> int:
         print(f"Error: unsupported command: npu-smi {' '.join(argv)}")
         print(USAGE)
         return 1
-    hw = hardware.load()
-    st = state.load()
-    if not driver_initialised(st):
-        print(DCMI_INIT_FAILED)
+    opened = open_dcmi()
+    if opened is None:
         return 1
+    hw, st = opened
     if argv[1:] == ["-l"]:
         sys.stdout.write(format_list(hw))
     elif argv[1:] == ["-t", "topo"]:

@@ -7,9 +7,7 @@ package shows up only after ``ascend-sim boot`` (a reboot). Flashing is not simu
 firmware package installer does it.
 """
 
-from . import hardware, state
-from .devices import driver_initialised
-from .npusmi import DCMI_INIT_FAILED
+from .devices import open_dcmi
 
 USAGE = "Usage: upgrade-tool --device_index <-1|id> --component <-1|type> --version"
 
@@ -42,14 +40,10 @@ def main(argv: list[str]) -> int:
     if "--version" not in flags or device is None or component is None or device < -1 or component < -1:
         print(USAGE)
         return 1
-    hw = hardware.load()
-    st = state.load()
-    if not driver_initialised(st):
-        print(DCMI_INIT_FAILED)
+    opened = open_dcmi(device)
+    if opened is None:
         return 1
-    if device >= hw["npu_count"]:
-        print(f"Device id {device} is invalid.")
-        return 1
+    hw, st = opened
     devices = range(hw["npu_count"]) if device == -1 else [device]
     ctype = 0 if component == -1 else component
     version = st["running"]["firmware"]
