@@ -43,7 +43,8 @@ sanity: setup
 	scripts/sanity.sh
 
 unit: setup
-	pytest
+	pytest tests
+	pytest payload/tests
 
 molecule: sim-image packages
 	scripts/molecule-all.sh

@@ -18,7 +18,8 @@ step yamllint yamllint -s .
 step ansible-lint ansible-lint --profile production
 step sanity scripts/sanity.sh
 step collection-build scripts/check-build.sh
-step pytest pytest
+step pytest pytest tests
+step pytest-payload pytest payload/tests
 step sim-image sim/image/build.sh
 step packages sim/packages/build-all.sh
 step molecule scripts/molecule-all.sh
