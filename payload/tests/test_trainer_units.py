@@ -164,6 +164,16 @@ def test_peak_table():
     assert len({k for k, _ in PEAK_TFLOPS_BF16}) == len(PEAK_TFLOPS_BF16)
 
 
+def test_resolve_peak_tflops_order():
+    from ascendops_trainer.metrics import resolve_peak_tflops
+
+    assert resolve_peak_tflops(123.0, "npu", "Ascend910B1", "bf16") == (123.0, "metrics.peak_tflops")
+    assert resolve_peak_tflops(None, "npu", "Ascend910B2", "bf16") == (353.9, "table")
+    assert resolve_peak_tflops(None, "cuda", "Some other chip", "bf16") == (None, "table")
+    peak, source = resolve_peak_tflops(None, "cpu", "cpu", "fp32")
+    assert peak > 0 and source == "measured fp32 matmul"
+
+
 def test_mfu_matches_published_anchor():
     # Llama 3 8B on 910B, seq 8192: 2483 tokens/s per device is quoted at about 40% MFU.
     fpt = flops_per_token_for(build_hf_config(ModelConfig(preset="llama3-8b")), 8192)

@@ -26,13 +26,13 @@ description:
     Order on a fresh host is driver then firmware; when upgrading, firmware then driver.
 author:
   - ascendops engineering (@ascendops)
+extends_documentation_fragment:
+  - ascendops.cluster.attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: The checksum and the archive C(--check) still run (both are read-only); the installer does not.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 options:
   path:

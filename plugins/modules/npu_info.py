@@ -24,15 +24,15 @@ description:
   - The result is also set as the fact C(ascend_npu).
 author:
   - ascendops engineering (@ascendops)
+extends_documentation_fragment:
+  - ascendops.cluster.attributes
+  - ascendops.cluster.attributes.facts
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   facts:
-    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
     support: full
 options:
   npu_smi:

@@ -129,7 +129,7 @@ def bench(cfg: JobConfig) -> int:
     import torch
 
     from .engine import resolve_precision
-    from .metrics import achieved_tflops, flops_per_token_for, measure_cpu_matmul_tflops, mfu, peak_tflops_for
+    from .metrics import achieved_tflops, flops_per_token_for, mfu, resolve_peak_tflops
     from .model import build_hf_config, param_counts
     from .parallel import device_name, init_distributed, launch_info, shutdown
     from .train import setup_logging
@@ -142,12 +142,7 @@ def bench(cfg: JobConfig) -> int:
     seq_len, micro = cfg.data.seq_len, cfg.train.micro_batch_size
     fpt = flops_per_token_for(hf_config, seq_len)
     dev = device_name(ctx.device_type)
-    if cfg.metrics.peak_tflops:
-        peak, peak_src = cfg.metrics.peak_tflops, "metrics.peak_tflops"
-    elif ctx.device_type == "cpu":
-        peak, peak_src = measure_cpu_matmul_tflops(precision), f"measured {precision} matmul"
-    else:
-        peak, peak_src = peak_tflops_for(dev), "table"
+    peak, peak_src = resolve_peak_tflops(cfg.metrics.peak_tflops, ctx.device_type, dev, precision)
 
     g = torch.Generator().manual_seed(cfg.train.seed + ctx.rank)
     batches = [torch.randint(0, hf_config.vocab_size, (micro, seq_len + 1), generator=g).to(ctx.device)

@@ -63,6 +63,18 @@ def peak_tflops_for(device_name: str) -> float | None:
     return None
 
 
+def resolve_peak_tflops(
+    configured: float | None, device_type: str, device: str, precision: str
+) -> tuple[float | None, str]:
+    """The per-device peak MFU is measured against, and where it came from: the configured value,
+    else on CPU a matmul measured now in the run's precision, else the device table."""
+    if configured:
+        return configured, "metrics.peak_tflops"
+    if device_type == "cpu":
+        return measure_cpu_matmul_tflops(precision), f"measured {precision} matmul"
+    return peak_tflops_for(device), "table"
+
+
 def measure_cpu_matmul_tflops(dtype_name: str = "fp32", n: int = 1024, min_seconds: float = 0.3) -> float:
     """Sustained square-matmul throughput of this process on the CPU, in TFLOPS (the CPU 'peak')."""
     import torch

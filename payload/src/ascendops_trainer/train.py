@@ -81,10 +81,9 @@ def train(cfg: JobConfig) -> int:
         MetricsLogger,
         achieved_tflops,
         flops_per_token_for,
-        measure_cpu_matmul_tflops,
         memory_gib,
         mfu,
-        peak_tflops_for,
+        resolve_peak_tflops,
     )
     from .model import build_hf_config, build_model, count_model_params, param_counts
     from .parallel import all_agree_flag, device_name, init_distributed, launch_info, shutdown, synchronize
@@ -133,12 +132,7 @@ def train(cfg: JobConfig) -> int:
         log.warning("analytic parameter count %d differs from the built model's %d", counts.total, built)
     fpt = flops_per_token_for(hf_config, seq_len)
     dev_name = device_name(ctx.device_type)
-    if cfg.metrics.peak_tflops:
-        peak, peak_src = cfg.metrics.peak_tflops, "metrics.peak_tflops"
-    elif ctx.device_type == "cpu":
-        peak, peak_src = measure_cpu_matmul_tflops(precision), f"measured {precision} matmul"
-    else:
-        peak, peak_src = peak_tflops_for(dev_name), "table"
+    peak, peak_src = resolve_peak_tflops(cfg.metrics.peak_tflops, ctx.device_type, dev_name, precision)
     tokens_per_step = cfg.train.global_batch_size * seq_len
     meta: dict[str, Any] = {
         "model": cfg.model.hf_dir or cfg.model.preset,
