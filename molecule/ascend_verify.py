@@ -1,9 +1,13 @@
 """Shared helpers for the testinfra verifiers of every molecule scenario."""
 
+from pathlib import Path
+
 from ansible_collections.ascendops.cluster.plugins.module_utils import ascend_formats
 
-CURRENT = {"driver": "24.1.rc1", "firmware": "7.5.0.2.220"}
-PREVIOUS = {"driver": "23.0.0", "firmware": "7.1.0.11.220"}
+# The simulated package versions are defined once, in sim/versions.env.
+_VERSIONS = ascend_formats.parse_key_value((Path(__file__).resolve().parents[1] / "sim" / "versions.env").read_text())
+CURRENT = {k: _VERSIONS[f"SIM_CURRENT_{k.upper()}"] for k in ("driver", "firmware", "cann", "runtime")}
+PREVIOUS = {k: _VERSIONS[f"SIM_PREVIOUS_{k.upper()}"] for k in ("driver", "firmware", "cann", "runtime")}
 DEVICE_NODES = ["/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"]
 
 

@@ -41,7 +41,7 @@ down() {
   for net in "$mgmt_net" "$roce_net"; do
     podman network exists "$net" && podman network rm -f "$net" >/dev/null
   done
-  rm -f "$state/hosts.yml"
+  rm -f "$state/inventory.json"
   echo "simulated cluster removed"
 }
 
@@ -67,7 +67,7 @@ up() {
     podman network create --subnet "$mgmt_cidr.0/24" --label ascendops.sim.node "$mgmt_net" >/dev/null
   podman network exists "$roce_net" ||
     podman network create --subnet "$roce_cidr.0/24" --label ascendops.sim.node "$roce_net" >/dev/null
-  local i name ip hosts=""
+  local i name ip hosts=()
   for i in $(seq 1 "$nodes"); do
     name=node$i; ip=$mgmt_cidr.$((10 + i))
     if ! podman container exists "$prefix-$name"; then
@@ -82,27 +82,25 @@ up() {
     fi
     podman exec -i "$prefix-$name" sh -c 'install -d -m 0700 /root/.ssh && cat > /root/.ssh/authorized_keys' < "$key.pub"
     podman exec "$prefix-$name" ascend-sim hardware --npus "$npus" --model "$model" --nic-interface eth1 >/dev/null
-    hosts+="        $name:\n          ansible_host: $ip\n"
+    hosts+=("$name=$ip")
   done
-  write_inventory "$hosts"
+  write_inventory "${hosts[@]}"
   for i in $(seq 1 "$nodes"); do wait_ssh "$mgmt_cidr.$((10 + i))"; done
   printf 'SIM_NODES=%s\nSIM_NPUS=%s\nSIM_MODEL=%s\n' "$nodes" "$npus" "$model" > "$state/cluster.env"
   echo "simulated cluster up: $nodes nodes x $npus NPUs ($model); inventory inventories/sim"
 }
 
-# inventories/sim/hosts.yml follows the cluster's size (the committed file is the default, 2 nodes).
+# The cluster's nodes for inventories/sim (its nodes.py reads this file; git ignores .cache).
 write_inventory() {
-  local inv=$repo/inventories/sim/hosts.yml
-  {
-    echo "---"
-    echo "# Written by sim/cluster.sh up (SIMULATION ONLY): the simulated cluster's nodes."
-    echo "all:"
-    echo "  children:"
-    echo "    npu_nodes:"
-    echo "      hosts:"
-    printf '%b' "$1"
-  } > "$inv.tmp"
-  mv "$inv.tmp" "$inv"
+  python3 - "$state/inventory.json" "$@" <<'PY'
+import json, sys
+out, pairs = sys.argv[1], [a.split("=", 1) for a in sys.argv[2:]]
+inv = {"npu_nodes": {"hosts": [n for n, _ in pairs]},
+       "_meta": {"hostvars": {n: {"ansible_host": ip} for n, ip in pairs}}}
+with open(out + ".tmp", "w", encoding="utf-8") as f:
+    json.dump(inv, f, indent=2)
+PY
+  mv "$state/inventory.json.tmp" "$state/inventory.json"
 }
 
 status() {

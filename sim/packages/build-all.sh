@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SIMULATION ONLY - builds the two simulated Ascend package sets the simulated cluster uses
-# (the entry point of `make packages`):
-#   sim/build/packages/current   driver 24.1.rc1, firmware 7.5.0.2.220, CANN 8.0.0,  runtime 6.0.0
-#   sim/build/packages/previous  driver 23.0.0,   firmware 7.1.0.11.220, CANN 8.0.RC3, runtime 5.0.0
+# (the entry point of `make packages`), with the versions of sim/versions.env:
+#   sim/build/packages/current   SIM_CURRENT_{DRIVER,FIRMWARE,CANN,RUNTIME}
+#   sim/build/packages/previous  SIM_PREVIOUS_{DRIVER,FIRMWARE,CANN,RUNTIME}
 # A set is rebuilt only when its inputs (sim/packages, sim/npu stand-ins, versions, arch) changed.
 #   usage: sim/packages/build-all.sh [--force]
 #   ASCEND_SIM_ARCH overrides uname -m; ASCEND_SIM_PACKAGES_DIR overrides sim/build/packages.
@@ -12,6 +12,8 @@ repo=$(cd "$here/../.." && pwd)
 arch=${ASCEND_SIM_ARCH:-$(uname -m)}
 force=${1:-}
 dest=${ASCEND_SIM_PACKAGES_DIR:-$repo/sim/build/packages}
+# shellcheck source=../versions.env
+. "$repo/sim/versions.env"
 
 inputs=$( (cd "$repo" && find sim/packages sim/npu/ascend_sim sim/npu/npu-smi sim/npu/hccn_tool \
              sim/npu/upgrade-tool -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 |
@@ -34,5 +36,5 @@ build_set() {
   printf '%s\n' "$stamp" > "$out/.stamp"
 }
 
-build_set current 24.1.rc1 7.5.0.2.220 8.0.0 6.0.0
-build_set previous 23.0.0 7.1.0.11.220 8.0.RC3 5.0.0
+build_set current "$SIM_CURRENT_DRIVER" "$SIM_CURRENT_FIRMWARE" "$SIM_CURRENT_CANN" "$SIM_CURRENT_RUNTIME"
+build_set previous "$SIM_PREVIOUS_DRIVER" "$SIM_PREVIOUS_FIRMWARE" "$SIM_PREVIOUS_CANN" "$SIM_PREVIOUS_RUNTIME"

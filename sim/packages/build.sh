@@ -40,6 +40,8 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Our header: the installed makeself's, with the vendor-style flag handling (makeself_header.py).
+python3 -B "$here/makeself_header.py" "$work/header.sh"
 kinds=(driver firmware toolkit kernels docker-runtime)
 if [ -n "$only" ]; then
   IFS=, read -r -a kinds <<< "$only"
@@ -60,7 +62,7 @@ for kind in "${kinds[@]}"; do
   stage="$work/$kind"
   name=$(python3 -B "$here/stage.py" --kind "$kind" --version "$ver" --arch "$arch" \
            --firmware-version "$fv" --out "$stage")
-  makeself --header "$here/makeself-header.sh" --sha256 --nomd5 --nocrc --nox11 --quiet \
+  makeself --header "$work/header.sh" --sha256 --nomd5 --nocrc --nox11 --quiet \
     --tar-quietly --tar-extra "--owner=0 --group=0 --numeric-owner" \
     "$stage" "$out/$name" "${name%.run} (SIMULATION)" ./install.sh >/dev/null
   chmod 0755 "$out/$name"

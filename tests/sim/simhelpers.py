@@ -9,8 +9,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 SIM_NPU = REPO / "sim" / "npu"
 SIM_PACKAGES = REPO / "sim" / "packages"
-CURRENT = {"driver": "24.1.rc1", "firmware": "7.5.0.2.220", "cann": "8.0.0", "runtime": "6.0.0"}
-PREVIOUS = {"driver": "23.0.0", "firmware": "7.1.0.11.220", "cann": "8.0.RC3", "runtime": "5.0.0"}
+
+
+def sim_versions(which: str) -> dict:
+    """``current`` or ``previous`` package versions from sim/versions.env (defined once there)."""
+    env = dict(
+        line.split("=", 1) for line in (REPO / "sim" / "versions.env").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
+    return {k: env[f"SIM_{which.upper()}_{k.upper()}"] for k in ("driver", "firmware", "cann", "runtime")}
+
+
+CURRENT = sim_versions("current")
+PREVIOUS = sim_versions("previous")
 ARCH = os.uname().machine
 OTHER_ARCH = "aarch64" if ARCH == "x86_64" else "x86_64"
 PREREQ_TOOLS = ("lspci", "ifconfig", "dkms")

@@ -132,7 +132,7 @@ def test_fresh_driver_install_records(node, packages):
     assert r.stdout.splitlines()[-1] == DRIVER_OK
     lines = node.p("/usr/local/Ascend/driver/version.info").read_text().splitlines()
     assert lines == [
-        "Version=24.1.rc1",
+        f"Version={CURRENT['driver']}",
         "ascendhal_version=7.35.19",
         "Innerversion=V100R001C15SPC006B220",
         "compatible_version=[V100R001C30],[V100R001C13],[V100R001C15],[V100R001C17]",
@@ -253,7 +253,7 @@ def test_upgrade_requires_installed_and_keeps_user(node, packages):
     assert r.returncode == 0, r.stdout
     info = node.install_info()
     assert (info["UserName"], info["UserGroup"], info["Driver_Install_Type"]) == ("ai", "ai", "upgrade")
-    assert node.p("/usr/local/Ascend/driver/version.info").read_text().startswith("Version=24.1.rc1\n")
+    assert node.p("/usr/local/Ascend/driver/version.info").read_text().startswith(f"Version={CURRENT['driver']}\n")
 
 
 # ----------------------------------------------------------------------------- firmware

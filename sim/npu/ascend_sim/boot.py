@@ -19,7 +19,7 @@ import subprocess
 import sys
 import uuid
 
-from . import devices, events, hardware, installinfo, netcfg, paths, state
+from . import devices, events, hardware, installinfo, netcfg, paths, pci, state
 
 
 def _hccn_conf(npu_count: int) -> dict:
@@ -68,6 +68,7 @@ def _fresh_boot_id(warn) -> None:
 
 def boot(warn=lambda msg: print(f"ascend-sim: warning: {msg}", file=sys.stderr)) -> dict:
     hw = hardware.load()
+    pci.write(hw)
     info = installinfo.read_install_info()
     driver = installinfo.installed_driver_version()
     firmware = installinfo.installed_firmware_version()

@@ -17,7 +17,7 @@ import argparse
 import json
 import sys
 
-from . import boot, events, hardware, installinfo, netcfg, state
+from . import boot, events, hardware, installinfo, netcfg, pci, state
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -121,6 +121,7 @@ def _hardware(args) -> None:
         raise SystemExit(f"ascend-sim: {exc}") from exc
     with state.update():
         pass  # re-normalises the NPU list to the new count
+    pci.write(hw)
     events.log_event(
         f"hardware npus={hw['npu_count']} model={hw['model']} nic_interface={hw['nic_interface'] or 'none'}"
     )
