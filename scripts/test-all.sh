@@ -22,6 +22,9 @@ step pytest pytest tests
 step pytest-payload pytest payload/tests
 step sim-image sim/image/build.sh
 step packages sim/packages/build-all.sh
+# Prepared node images (sim/image/layers.sh): scenarios that start after the driver stage use
+# localhost/ascendops-sim-node:driver instead of installing the driver again.
+step sim-layers sim/image/layers.sh
 step molecule scripts/molecule-all.sh
 echo
 echo "make test timing summary"
