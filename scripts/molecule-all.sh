@@ -5,6 +5,13 @@ set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 export PATH=$repo/.venv/bin:$PATH ANSIBLE_CONFIG=$repo/ansible.cfg
+# The prepared node image (sim/image/layers.sh) the scenarios after the driver stage start from:
+# named after SIM_IMAGE the way layers.sh names it.
+if [ -z "${SIM_DRIVER_IMAGE:-}" ]; then
+  base=${SIM_IMAGE:-localhost/ascendops-sim-node:latest}
+  case "$base" in *:latest) SIM_DRIVER_IMAGE=${base%:latest}:driver ;; *) SIM_DRIVER_IMAGE=$base-driver ;; esac
+  export SIM_DRIVER_IMAGE
+fi
 if [ $# -gt 0 ]; then scenarios=("$@"); else
   mapfile -t scenarios < <(for f in molecule/*/molecule.yml; do basename "$(dirname "$f")"; done)
 fi

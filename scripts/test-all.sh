@@ -18,6 +18,8 @@ step yamllint yamllint -s .
 step ansible-lint ansible-lint --profile production
 step sanity scripts/sanity.sh
 step collection-build scripts/check-build.sh
+step argument-specs scripts/check-argument-specs.py
+step sample-inventory scripts/check-inventory-sample.sh
 step pytest pytest tests
 step pytest-payload pytest payload/tests
 step sim-image sim/image/build.sh
