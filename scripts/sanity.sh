@@ -20,7 +20,7 @@ rm -rf "$work"; mkdir -p "$work"
 # The collection's Ansible content only: the simulator, the trainer and the harness are checked by
 # ruff and pytest, not by Ansible's module rules (galaxy.yml keeps most of them out of the artifact).
 (cd "$repo" && git ls-files -co --exclude-standard -z -- . ':!sim' ':!payload' ':!molecule' ':!tests/sim' \
-   ':!scripts' ':!conftest.py' ':!.config' | rsync -a --from0 --files-from=- ./ "$work/")
+   ':!scripts' ':!tests/scripts' ':!inventories/sim' ':!conftest.py' ':!.config' | rsync -a --from0 --files-from=- ./ "$work/")
 cd "$work"
 git init -q . && git add -A >/dev/null 2>&1  # ansible-test lists files through git when present
 py=$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
