@@ -1,6 +1,6 @@
 """Shared helpers for the testinfra verifiers of every molecule scenario."""
 
-from ansible_collections.ascendops.cluster.plugins.module_utils import ascend_formats
+from ansible_collections.ascendops.cluster.plugins.module_utils import ascend_formats, npu_smi
 
 CURRENT = {"driver": "24.1.rc1", "firmware": "7.5.0.2.220"}
 PREVIOUS = {"driver": "23.0.0", "firmware": "7.1.0.11.220"}
@@ -36,5 +36,5 @@ def npu_table(host):
     """`npu-smi info` on the node: (running driver version, NPUs parsed by column headers)."""
     cmd = host.run("npu-smi info")
     assert cmd.rc == 0, cmd.stdout + cmd.stderr
-    table = ascend_formats.parse_npu_smi_info(cmd.stdout)
+    table = npu_smi.parse_npu_smi_info(cmd.stdout)
     return table["driver_version"], table["npus"]

@@ -84,8 +84,10 @@ _GENERIC_SUCCESS_RE = re.compile(
     r"\b(?:install(?:ed|ation)?|upgrade(?:d)?|uninstall(?:ed)?)\s+(?:success(?:fully)?\b|succeed(?:ed)?\b)"
     r"|\b(?:installed|upgraded)\s+successfully", re.IGNORECASE)
 # "Reboot needed for installation/upgrade to take effect!", "Reboot now or after driver installation ..."
-_REBOOT_RE = re.compile(r"\breboot\b.*\b(?:needed|required|now|take effect)\b|\b(?:need|needs|required) to reboot\b"
-                        r"|\brestart the (?:system|server|os)\b", re.IGNORECASE)
+_REBOOT_RE = re.compile(r"\breboot\b.*\b(?:needed|required|now|take effect)\b|\b(?:need|needs|required) to reboot\b",
+                        re.IGNORECASE)
+# "Do not power off or reboot the system during the installation" is a warning, not a request
+_NEGATED_RE = re.compile(r"\b(?:do not|don't|never)\b", re.IGNORECASE)
 _IMMEDIATE_RE = re.compile(r"takes? effect immediately", re.IGNORECASE)
 _ERROR_RE = re.compile(r"\[ERROR\]", re.IGNORECASE)
 _LOG_PATH_RE = re.compile(r"((?:/|\bvar/)[\w./-]*?\.log)\b")
@@ -160,7 +162,8 @@ def classify_installer_output(kind, rc, stdout, stderr=""):
         reason = "error"
     clean = [ln for ln in lines if not _ERROR_RE.search(ln)]
     immediate = any(_IMMEDIATE_RE.search(ln) for ln in clean)
-    reboot = reason is None and any(_REBOOT_RE.search(ln) and not _IMMEDIATE_RE.search(ln) for ln in clean)
+    reboot = reason is None and any(_REBOOT_RE.search(ln) and not _IMMEDIATE_RE.search(ln)
+                                    and not _NEGATED_RE.search(ln) for ln in clean)
     log_path = None
     for ln in error_lines + lines:
         log_path = _installer_log_path(ln)
