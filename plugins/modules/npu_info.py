@@ -315,7 +315,7 @@ def find_npu_smi(module, path_option):
 def reboot_reasons(driver, firmware, smi):
     reasons = []
     if driver["installed"]:
-        reason = driver_reboot_reason(driver["version"], smi)
+        reason = driver_reboot_reason(driver["version"], dict(smi, driver_version=driver["running_version"]))
         if reason:
             reasons.append(reason)
     if firmware["installed"]:
