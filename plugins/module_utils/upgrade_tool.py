@@ -60,7 +60,7 @@ def parse_upgrade_tool_versions(text):
                                 version=m.group(1).strip())
             out.append(entry)
             last_get = entry
-            continue
+            raw = raw[m.end():]  # a JSON-ish part on the same line names this component
         j = _JSONISH_RE.search(raw)
         if not j:
             continue

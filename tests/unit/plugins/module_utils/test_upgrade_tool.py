@@ -47,6 +47,13 @@ def test_upgrade_tool_jsonish_lines_alone_and_quoted_values():
     ]
 
 
+def test_upgrade_tool_get_and_jsonish_on_one_line():
+    text = ('Get component version(7.5.0.2.220) succeed for deviceId(3), componentType(9). '
+            '{"device_id":3, "component":uefi, "version":7.5.0.2.220}\n')
+    assert parse_upgrade_tool_versions(text) == [
+        {"device_id": 3, "component_type": 9, "component": "uefi", "version": "7.5.0.2.220"}]
+
+
 def test_firmware_status_main_components_decide():
     comps = parse_upgrade_tool_versions(fixture("upgrade_tool_version_braces.txt"))
     status = firmware_status(comps, "7.5.0.2.220")
