@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from ansible_collections.ascendops.cluster.plugins.module_utils import ascend_formats
+from ansible_collections.ascendops.cluster.plugins.module_utils import ascend_formats, npu_smi
 
 # The simulated package versions are defined once, in sim/versions.env.
 _VERSIONS = ascend_formats.parse_key_value((Path(__file__).resolve().parents[1] / "sim" / "versions.env").read_text())
@@ -40,5 +40,5 @@ def npu_table(host):
     """`npu-smi info` on the node: (running driver version, NPUs parsed by column headers)."""
     cmd = host.run("npu-smi info")
     assert cmd.rc == 0, cmd.stdout + cmd.stderr
-    table = ascend_formats.parse_npu_smi_info(cmd.stdout)
+    table = npu_smi.parse_npu_smi_info(cmd.stdout)
     return table["driver_version"], table["npus"]

@@ -5,20 +5,26 @@
 Ascend software uses several version shapes, all handled by one ordering:
 
 * driver / npu-smi: ``23.0.rc2``, ``23.0.rc3``, ``23.0.0``, ``24.1.rc1``, ``24.1.rc1.b030``
-* CANN toolkit / kernels: ``8.0.RC3``, ``8.0.0``, ``6.0.RC1.SPC1``, ``7.0.RC1.alpha003``
+* CANN toolkit / kernels: ``8.0.RC3``, ``8.0.0``, ``6.0.RC1.SPC1``, ``7.0.RC1.alpha003``, ``8.0.0.alpha002``
 * firmware: ``7.1.0.11.220``, ``7.5.0.2.220``
 
 Rules (case-insensitive, separators ``.`` ``-`` ``_``):
 
 * numbers compare numerically; trailing zeros of a run of numbers do not matter
   (``23.0`` == ``23.0.0``, ``23.0.rc2`` == ``23.rc2``);
-* ``alphaN`` < ``betaN`` < ``rcN`` are pre-releases: ``X.rcN`` sorts before ``X`` and before
-  ``X.0`` (``23.0.rc3 < 23.0.0``, ``8.0.RC3 < 8.0.0``) and before any ``X.N``;
+* ``rcN``, ``alphaN``, ``betaN`` are pre-releases: ``X.rcN`` sorts before ``X`` and before
+  ``X.0`` (``23.0.rc3 < 23.0.0``, ``8.0.RC3 < 8.0.0``) and before any ``X.N``. At one position
+  ``rcN`` < ``alphaN`` < ``betaN``: the vendor publishes ``X.Y.RCn`` first and then the alpha and
+  beta builds of the final ``X.Y.Z`` (``8.0.RC3 < 8.0.0.alpha002 < 8.0.0``), and an alpha or beta
+  of an RC sorts before that RC (``7.0.RC1.alpha003 < 7.0.RC1.beta1 < 7.0.RC1``);
 * ``spcN`` (service pack) and ``bN`` (build) come after the version they qualify and before the
   next number: ``6.0.RC1 < 6.0.RC1.SPC1 < 6.0.RC2``, ``24.1.rc1 < 24.1.rc1.b030 < 24.1.rc2``.
 
-Anything else (empty strings, ``latest``, ``V100R001C15SPC006B220`` inner versions, unknown
-qualifiers) raises ``ValueError``.
+Build-internal versions carry a ``T`` token (``8.3.T5.0.B028``, ``7.6.T13.0.B094``, ``8.0.T63``):
+they have no place in the release order, so they raise ``ValueError`` naming the string (callers
+compare them as text at most). Anything else (empty strings, ``latest``,
+``V100R001C15SPC006B220`` inner versions, unknown qualifiers) raises ``ValueError`` too; nothing
+here raises another exception for a string.
 """
 
 from __future__ import annotations
@@ -28,9 +34,9 @@ import re
 
 # Ranks of a component; compared position by position.
 _RANK = {
-    "alpha": 0,
-    "beta": 1,
-    "rc": 2,
+    "rc": 0,
+    "alpha": 1,
+    "beta": 2,
     # 3: end of the version (see _END)
     "spc": 4,
     "b": 5,
@@ -38,6 +44,8 @@ _RANK = {
 }
 _END = (3, 0)
 _NUMBER_RANK = 6
+# a build-internal (test) build: T<n> in a version
+_INTERNAL_RE = re.compile(r"(?:^|[._-])t\d+(?:$|[._-])")
 _ALIASES = {"a": "alpha", "build": "b"}
 
 _SPLIT_RE = re.compile(r"[._-]")
@@ -89,6 +97,10 @@ def version_key(version):
         raise ValueError(f"Ascend version must be a string, got {type(version).__name__}")
     text = version.strip().lower()
     text = _LEADING_RE.sub("", text)
+    if _INTERNAL_RE.search(text):
+        raise ValueError(
+            f"{version.strip()!r} is a build-internal (T) version; it has no place in the order of "
+            "published releases, so it cannot be compared with another version")
     if not text or not text[0].isdigit():
         raise ValueError(
             f"Invalid Ascend version {version!r}: it must start with a number (e.g. 24.1.rc1, 8.0.RC3, 7.5.0.2.220)")
@@ -101,6 +113,11 @@ def version_key(version):
         except ValueError as exc:
             raise ValueError(f"Invalid Ascend version {version!r}: {exc}") from None
     return _strip_zero_runs(comps)
+
+
+def is_internal_version(version):
+    """True for a build-internal version string (a ``T<n>`` token, e.g. ``8.3.T5.0.B028``)."""
+    return isinstance(version, str) and bool(_INTERNAL_RE.search(version.strip().lower()))
 
 
 def is_valid_version(version):

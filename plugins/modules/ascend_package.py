@@ -21,9 +21,18 @@ description:
     C(--quiet --nox11) always; the installer's stdin is C(/dev/null) so it can never wait on a
     question (a C([y/n]) prompt fails the task)."
   - O(install_username), O(install_usergroup) and O(install_for_all) are only passed on a fresh
-    install. The vendor installers refuse them with C(--upgrade), which keeps the recorded user.
-  - Installing the driver or firmware needs a reboot before it runs; RV(reboot_required) says so.
-    Order on a fresh host is driver then firmware; when upgrading, firmware then driver.
+    install of the driver or a CANN / docker runtime package. The vendor installers refuse them with
+    C(--upgrade), which keeps the recorded user; the firmware installer takes none of them (only
+    C(--full) or C(--upgrade)), so they are refused for O(kind=firmware) (O(install_for_all) is ignored).
+  - "Verdict: the exit code decides, as in the vendor's own automation. Driver: rc 1 or an C([ERROR])
+    line fails, any other rc succeeds; firmware: rc 0 and 2 succeed; other packages: rc 0 without
+    C([ERROR]) line. A missing success line (C(--quiet) prints little) is not a failure."
+  - "Reboot: after a driver or firmware run the module reads the node's own view, as
+    M(ascendops.cluster.npu_info) does (installed versus running driver from C(npu-smi), firmware from
+    C(upgrade-tool)), and adds any reboot request in the installer output. A fresh driver install
+    that starts the devices at once (C(The new version takes effect immediately.)) needs none; new
+    firmware runs only after a reboot."
+  - Order on a fresh host is driver then firmware; when upgrading, firmware then driver.
 author:
   - ascendops engineering (@ascendops)
 extends_documentation_fragment:
@@ -62,12 +71,12 @@ options:
     type: path
     default: /etc/ascend_install.info
   install_for_all:
-    description: Pass C(--install-for-all) (fresh installs only).
+    description: Pass C(--install-for-all) (fresh installs only; never to the firmware installer).
     type: bool
     default: false
   install_username:
     description:
-      - Run-time user (C(--install-username)); fresh installs only. The user must exist.
+      - Run-time user (C(--install-username)); fresh installs only, not for O(kind=firmware). The user must exist.
       - Requires O(install_usergroup). Without both the installer uses C(HwHiAiUser).
     type: str
   install_usergroup:
@@ -92,7 +101,7 @@ options:
     default: []
 notes:
   - The installer log is C(/var/log/ascend_seclog/ascend_install.log) unless the installer names another.
-  - The firmware installer exits 2 on a successful upgrade; 0 and 2 with the success line are success.
+  - The firmware installer exits 2 on a successful upgrade; 0 and 2 are success.
 seealso:
   - module: ascendops.cluster.npu_info
 """
@@ -159,10 +168,16 @@ version_after:
   sample: 24.1.rc1
 reboot_required:
   description:
-    - The installer said a reboot is needed for the change to take effect (driver, firmware).
+    - The driver or firmware just installed does not run yet (the node's installed versus running
+      view), or the installer output asks for a reboot.
     - In check mode, true when a driver or firmware would be installed.
   returned: always
   type: bool
+reboot_reasons:
+  description: Why a reboot is required, one sentence each (empty when none is).
+  returned: always
+  type: list
+  elements: str
 checksum:
   description: SHA-256 of the package file (computed when O(checksum) is given, else null).
   returned: always
@@ -211,13 +226,7 @@ import re  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_formats import (  # noqa: E402
-    DEFAULT_INSTALL_LOG,
-    PACKAGE_KINDS,
-    PROMPT_REGEX,
-    check_output_ok,
-    classify_installer_output,
     get_key,
-    parse_package_filename,
     read_key_value_file,
 )
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_install import (  # noqa: E402
@@ -228,9 +237,23 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_install i
     read_installed,
     stdin_from_devnull,
 )
+from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_node import (  # noqa: E402
+    driver_reboot_reason,
+    firmware_reboot_reason,
+    query_firmware,
+    query_npu_smi,
+)
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version import (  # noqa: E402
     compare,
     versions_equal,
+)
+from ansible_collections.ascendops.cluster.plugins.module_utils.run_package import (  # noqa: E402
+    DEFAULT_INSTALL_LOG,
+    PACKAGE_KINDS,
+    PROMPT_REGEX,
+    check_output_ok,
+    classify_installer_output,
+    parse_package_filename,
 )
 
 FRESH_FLAGS = {
@@ -241,6 +264,11 @@ FRESH_FLAGS = {
     "docker_runtime": "--install",
 }
 UPGRADE_FLAG = "--upgrade"
+# the user flags and --install-for-all belong to the driver and the CANN packages; the firmware
+# installer takes only --full / --upgrade (and the path and makeself options)
+USER_FLAG_KINDS = ("driver", "toolkit", "kernels", "docker_runtime")
+_REFUSED_FIRMWARE_ARGS = ("--install-username", "--install-usergroup", "--install-for-all")
+NPU_SMI_PATHS = ["/usr/local/bin", "/usr/local/sbin"]
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?$")
 _HEX_RE = re.compile(r"^[0-9a-f]{64}$")
 
@@ -274,14 +302,14 @@ def decide(kind, before, target, allow_downgrade, force):
         return "install", None
     try:
         order = compare(target, before)
-    except ValueError:
+    except ValueError as exc:
         if versions_equal(target, before):
             order = 0
         elif force:
             return "reinstall", None
         else:
             return "none", (f"Cannot compare the installed {kind} version {before!r} with the package version "
-                            f"{target!r}; set force=true to install the package anyway.")
+                            f"{target!r} ({exc}); set force=true to install the package anyway.")
     if order == 0:
         return ("reinstall" if force else "none"), None
     if order > 0:
@@ -289,6 +317,40 @@ def decide(kind, before, target, allow_downgrade, force):
     if allow_downgrade:
         return "downgrade", None
     return "none", (f"Refusing to downgrade {kind} from {before} to {target}; set allow_downgrade=true to do it.")
+
+
+def reboot_need(module, kind, after, verdict):
+    """(reboot_required, reasons) after a successful driver or firmware run: the node's own view
+    (installed version versus what runs, as npu_info sees it) plus a reboot hint in the output."""
+    if kind not in ("driver", "firmware"):
+        return False, []
+
+    def run(cmd):
+        return _run(module, cmd)
+
+    reasons = []
+    if kind == "driver":
+        smi_path = module.get_bin_path("npu-smi", opt_dirs=NPU_SMI_PATHS)
+        smi = query_npu_smi(run, smi_path)
+        if smi_path is None:
+            smi["error"] = "npu-smi not found"
+        reason = driver_reboot_reason(after["version"], smi)
+        if reason is None and not smi["available"]:
+            reason = f"npu-smi does not answer after the driver install ({smi['error']}); reboot to load the driver"
+    else:
+        info = read_key_value_file(module.params["install_info"]) or {}
+        drv = read_installed("driver", os.path.normpath(module.params["install_path"]), info)
+        tool = os.path.join(drv["install_path"], "driver", "tools", "upgrade-tool")
+        components, error = query_firmware(run, tool if os.path.isfile(tool) else None)
+        reason = firmware_reboot_reason(after["version"], components)
+        if reason is None and not components:
+            reason = ("the running firmware cannot be read ({}); a new firmware runs only after a "
+                      "reboot".format(error or "no upgrade-tool"))
+    if reason:
+        reasons.append(reason)
+    if verdict["reboot_hint"]:
+        reasons.append(f"the {kind} installer asks for a reboot")
+    return bool(reasons), reasons
 
 
 def _diff_text(kind, version):
@@ -321,7 +383,7 @@ def main():
     install_path = os.path.normpath(p["install_path"])
 
     result = dict(changed=False, kind=p["kind"], version=p["version"], action="none",
-                  version_before=None, version_after=None, reboot_required=False, checksum=None,
+                  version_before=None, version_after=None, reboot_required=False, reboot_reasons=[], checksum=None,
                   cmd=[], rc=None, stdout="", stderr="", stdout_lines=[], log_path=None)
 
     # 1. the file. In check mode an earlier task may only have reported that it would stage the
@@ -352,6 +414,15 @@ def main():
     for opt in ("install_username", "install_usergroup"):
         if p[opt] is not None and not _NAME_RE.match(p[opt]):
             module.fail_json(msg=f"{opt} {p[opt]!r} is not a valid user or group name.", **result)
+    if kind not in USER_FLAG_KINDS:
+        for opt in ("install_username", "install_usergroup"):
+            if p[opt]:
+                module.fail_json(msg=f"{opt} does not apply to the {kind} package: its installer takes no user "
+                                     "flags (the driver's run-time user applies).", **result)
+        bad = [a for a in p["extra_args"] or [] if a.split("=", 1)[0] in _REFUSED_FIRMWARE_ARGS]
+        if bad:
+            module.fail_json(msg=f"extra_args {', '.join(bad)} do not apply to the {kind} package: its installer "
+                                 "takes only --full or --upgrade.", **result)
     if p["install_scene"] and kind != "docker_runtime":
         module.fail_json(msg=f"install_scene applies only to kind=docker_runtime (this is {kind}).", **result)
     expected = None
@@ -433,7 +504,7 @@ def main():
         if p["install_username"]:
             cmd.append("--install-username={}".format(p["install_username"]))
             cmd.append("--install-usergroup={}".format(p["install_usergroup"]))
-        if p["install_for_all"]:
+        if p["install_for_all"] and kind in USER_FLAG_KINDS:
             cmd.append("--install-for-all")
     if p["install_scene"]:
         cmd.append("--install-scene={}".format(p["install_scene"]))
@@ -452,26 +523,26 @@ def main():
     result.update(rc=rc, stdout=out, stderr=err, stdout_lines=out.splitlines(),
                   log_path=verdict["log_path"] or DEFAULT_INSTALL_LOG)
     if not verdict["success"]:
-        if rc == 257 or verdict["prompt"]:
+        if verdict["reason"] == "prompt":
             why = (f"the installer stopped at an interactive question ({verdict['prompt'] or 'a prompt'}); check its "
                    "prerequisites (DKMS, kernel headers of the running kernel)")
             if verdict["error"]:
                 why += f"; {verdict['error']}"
         elif verdict["error"]:
             why = verdict["error"]
-        elif rc in (0, 2):
-            why = "no success message in its output"
         else:
             lines = [ln.strip() for ln in (out + "\n" + err).splitlines() if ln.strip()]
             why = lines[-1] if lines else "no output"
         module.fail_json(
             msg=f"{kind} installer {name} failed (rc={rc}): {why}. Details in {result['log_path']} on the target.",
             error=verdict["error"], error_lines=verdict["error_lines"], **result)
+    if verdict["error_lines"]:
+        module.warn(f"{kind} installer {name} succeeded (rc={rc}) but printed: {'; '.join(verdict['error_lines'])}")
 
     after = read_installed(kind, install_path, read_key_value_file(p["install_info"]) or {},
                            arch or machine_arch())
     result["version_after"] = after["version"] if after["installed"] else None
-    result["reboot_required"] = verdict["reboot_required"]
+    result["reboot_required"], result["reboot_reasons"] = reboot_need(module, kind, after, verdict)
     if not versions_equal(result["version_after"], version):
         module.warn(f"{kind} installer reported success but the installed version reads "
                     f"{result['version_after']}, not {version}.")

@@ -10,8 +10,9 @@ module: npu_info
 short_description: Gather facts about the Ascend NPUs of a node and the vendor software installed
 version_added: "0.1.0"
 description:
-  - Reports the NPUs listed by C(npu-smi info) (name, health, bus id, power, temperature, HBM and
-    memory use), the installed NPU driver, firmware, CANN toolkit, CANN kernels and Ascend Docker
+  - Reports the NPUs and their chips listed by C(npu-smi info) (name, health, bus id, power,
+    temperature, HBM and memory use; one chip per NPU on 910B, two on Atlas A3, where each chip is a
+    device of its own for HCCL), the installed NPU driver, firmware, CANN toolkit, CANN kernels and Ascend Docker
     Runtime versions, the install record C(/etc/ascend_install.info), and whether a reboot is
     needed to run what is installed.
   - Works on a bare node (nothing installed, no C(npu-smi)), where everything is reported as not
@@ -19,7 +20,8 @@ description:
   - A reboot is reported as required when the installed driver version differs from the running
     one (the C(Version:) of the C(npu-smi info) header), when the driver is installed but
     C(npu-smi) cannot initialise (C(dcmi module initialize failed. ret is -8005)), or when a device
-    runs none of its components at the installed firmware version (from C(upgrade-tool)).
+    does not run the installed firmware package (no component reports its version, from C(upgrade-tool)).
+    The same rule decides RV(firmware.active).
   - Runs only read-only commands; never changes anything.
   - The result is also set as the fact C(ascend_npu).
 author:
@@ -108,11 +110,21 @@ firmware:
     installed: {description: A firmware version.info was found., type: bool}
     version: {description: Installed firmware version., type: str}
     running_versions:
-      description: Distinct firmware component versions the devices run (from upgrade-tool).
+      description:
+        - Distinct firmware package versions the devices run (from upgrade-tool). A device runs the
+          installed package when one of its components reports the package version; otherwise the
+          version most of its components report.
       type: list
       elements: str
+    active:
+      description: Every device runs the installed firmware package (false when nothing could be read).
+      type: bool
+    stale_devices:
+      description: Devices that do not run the installed firmware package.
+      type: list
+      elements: int
     components:
-      description: "Per device and component: C(device_id), C(component_type), C(version)."
+      description: "Per device and component: C(device_id), C(component_type), C(component) (name or null), C(version)."
       type: list
       elements: dict
     install_path: {description: Install path where the firmware was found., type: str}
@@ -124,7 +136,9 @@ firmware:
     installed: true
     version: 7.5.0.2.220
     running_versions: [7.5.0.2.220]
-    components: [{device_id: 0, component_type: 0, version: 7.5.0.2.220}]
+    active: true
+    stale_devices: []
+    components: [{device_id: 0, component_type: 0, component: xloader, version: 7.5.0.2.220}]
     install_path: /usr/local/Ascend
     info: {Version: 7.5.0.2.220}
     error: null
@@ -167,8 +181,8 @@ npu_smi:
   sample: {available: true, path: /usr/local/bin/npu-smi, version: 24.1.rc1, error: null, error_code: null}
 npus:
   description:
-    - One entry per NPU chip row pair of C(npu-smi info). Values C(-)/C(NA) are null.
-    - Keys C(phy_id) (A3) or C(device_id) (310P) appear on models that print them.
+    - One entry per NPU id of C(npu-smi info), in table order. Values C(-)/C(NA) are null.
+    - The values of its first chip, C(health) the worst health of its chips, C(chip_count) and C(phy_ids).
   returned: always
   type: list
   elements: dict
@@ -187,8 +201,28 @@ npus:
       memory_total_mb: 0
       hbm_used_mb: 4175
       hbm_total_mb: 65536
+      phy_id: 0
+      chip_count: 1
+      phy_ids: [0]
+chips:
+  description:
+    - One entry per chip row of C(npu-smi info) (the devices HCCL and the rank table count), with the
+      values of its NPU row and its chip row.
+    - C(phy_id) is the C(Phy-ID) column (A3), else the C(Device) column (310P), else the NPU id where
+      each NPU has one chip (910B).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {npu_id: 0, chip_id: 0, phy_id: 0, name: Ascend910, health: OK, bus_id: "0000:9D:00.0"}
+    - {npu_id: 0, chip_id: 1, phy_id: 1, name: Ascend910, health: OK, bus_id: "0000:9F:00.0"}
 count:
-  description: Number of entries in RV(npus).
+  description: Number of NPUs (distinct NPU ids; 8 on an Atlas 800T A2 and on an Atlas 800T A3).
+  returned: always
+  type: int
+  sample: 8
+chip_count:
+  description: Number of chips (entries of RV(chips); 16 on an Atlas 800T A3).
   returned: always
   type: int
   sample: 8
@@ -208,11 +242,11 @@ healthy:
   returned: always
   type: bool
 unhealthy:
-  description: NPUs whose health is not C(OK).
+  description: Chips whose health is not C(OK).
   returned: always
   type: list
   elements: dict
-  sample: [{npu_id: 3, chip_id: 0, health: Alarm}]
+  sample: [{npu_id: 3, chip_id: 0, phy_id: 3, health: Alarm}]
 reboot_required:
   description: What is installed (driver or firmware) is not what runs.
   returned: always
@@ -233,9 +267,6 @@ import os  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_formats import (  # noqa: E402
     get_key,
-    parse_npu_smi_error,
-    parse_npu_smi_info,
-    parse_upgrade_tool_versions,
     read_key_value_file,
 )
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_install import (  # noqa: E402
@@ -245,115 +276,52 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_install i
     read_installed,
     stdin_from_devnull,
 )
-from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version import (  # noqa: E402
-    version_key,
-    versions_equal,
+from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_node import (  # noqa: E402
+    driver_reboot_reason,
+    firmware_reboot_reason,
+    query_firmware,
+    query_npu_smi,
 )
+from ansible_collections.ascendops.cluster.plugins.module_utils.upgrade_tool import firmware_status  # noqa: E402
 
 NPU_SMI_DIRS = ["/usr/local/bin", "/usr/local/sbin"]
-
-
-def _last_line(*texts):
-    for text in texts:
-        lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
-        if lines:
-            return lines[-1]
-    return None
 
 
 def _is_executable(path):
     return bool(path) and os.path.isfile(path) and os.access(path, os.X_OK)
 
 
-def _run(module, cmd):
-    with stdin_from_devnull():
-        return module.run_command(cmd, environ_update=RUN_ENV)
+def _runner(module):
+    def run(cmd):
+        with stdin_from_devnull():
+            return module.run_command(cmd, environ_update=RUN_ENV)
+    return run
 
 
-def _sorted_versions(values):
-    unique = []
-    for v in values:
-        if v not in unique:
-            unique.append(v)
-    try:
-        return sorted(unique, key=version_key)
-    except ValueError:
-        return sorted(unique)
-
-
-def query_npu_smi(module, path_option):
-    state = {"available": False, "path": None, "version": None, "driver_version": None,
-             "error": None, "error_code": None, "npus": []}
+def find_npu_smi(module, path_option):
+    """(path or None, error or None)."""
     if path_option and os.sep not in path_option:
         path_option = module.get_bin_path(path_option, opt_dirs=NPU_SMI_DIRS) or path_option
     if path_option:
         if not _is_executable(path_option):
-            state["error"] = f"npu-smi not found or not executable at {path_option}"
-            return state
-        path = path_option
-    else:
-        path = module.get_bin_path("npu-smi", opt_dirs=NPU_SMI_DIRS)
-        if not path:
-            state["error"] = "npu-smi not found on PATH or in {}".format(", ".join(NPU_SMI_DIRS))
-            return state
-    state["path"] = path
-    rc, out, err = _run(module, [path, "info"])
-    dcmi = parse_npu_smi_error(f"{out}\n{err}")
-    if dcmi:
-        state["error"] = dcmi["line"]
-        state["error_code"] = dcmi["code"]
-        return state
-    if rc != 0:
-        state["error"] = f"npu-smi info failed (rc={rc}): {_last_line(err, out) or 'no output'}"
-        return state
-    try:
-        parsed = parse_npu_smi_info(out)
-    except ValueError as exc:
-        state["error"] = f"cannot parse npu-smi info output: {exc}"
-        return state
-    state.update(available=True, version=parsed["npu_smi_version"],
-                 driver_version=parsed["driver_version"], npus=parsed["npus"])
-    return state
-
-
-def query_firmware(module, tool):
-    """(components, error) from upgrade-tool; ([], None) when the tool is absent."""
-    if not _is_executable(tool):
-        return [], None
-    rc, out, err = _run(module, [tool, "--device_index", "-1", "--component", "-1", "--version"])
-    components = parse_upgrade_tool_versions(out)
-    if components:
-        return components, None
-    dcmi = parse_npu_smi_error(f"{out}\n{err}")
-    if dcmi:
-        return [], dcmi["line"]
-    return [], f"upgrade-tool reported no component version (rc={rc}): {_last_line(err, out) or 'no output'}"
+            return None, f"npu-smi not found or not executable at {path_option}"
+        return path_option, None
+    path = module.get_bin_path("npu-smi", opt_dirs=NPU_SMI_DIRS)
+    if not path:
+        return None, "npu-smi not found on PATH or in {}".format(", ".join(NPU_SMI_DIRS))
+    return path, None
 
 
 def reboot_reasons(driver, firmware, smi):
     reasons = []
     if driver["installed"]:
-        not_loaded = smi["error_code"] == -8005 or "dcmi module initialize failed" in (smi["error"] or "").lower()
-        if not_loaded:
-            reasons.append(
-                f"driver {driver['version']} is installed but npu-smi cannot initialise ({smi['error']}): "
-                "the driver is not loaded; reboot to load it")
-        elif driver["running_version"] and driver["version"] and \
-                not versions_equal(driver["version"], driver["running_version"]):
-            reasons.append(f"installed driver {driver['version']} differs from the running driver "
-                           f"{driver['running_version']}; reboot to load it")
-    if firmware["installed"] and firmware["version"] and firmware["components"]:
-        per_device = {}
-        for comp in firmware["components"]:
-            per_device.setdefault(comp["device_id"], []).append(comp["version"])
-        stale = sorted(dev for dev, versions in per_device.items()
-                       if not any(versions_equal(firmware["version"], v) for v in versions))
-        if stale:
-            running = _sorted_versions([v for dev in stale for v in per_device[dev]])
-            devices = ",".join(str(d) for d in stale)
-            reasons.append(
-                f"installed firmware {firmware['version']} is not running on device(s) {devices} "
-                f"(running {', '.join(running)}); reboot to activate it")
+        reason = driver_reboot_reason(driver["version"], dict(smi, driver_version=driver["running_version"]))
+        if reason:
+            reasons.append(reason)
+    if firmware["installed"]:
+        reason = firmware_reboot_reason(firmware["version"], firmware["components"])
+        if reason:
+            reasons.append(reason)
     return reasons
 
 
@@ -369,13 +337,18 @@ def gather(module):
     kn = read_installed("kernels", install_path, install_info)
     rt = read_installed("docker_runtime", install_path, install_info)
 
-    smi = query_npu_smi(module, params["npu_smi"])
+    run = _runner(module)
+    smi_path, smi_error = find_npu_smi(module, params["npu_smi"])
+    smi = query_npu_smi(run, smi_path)
+    if smi_error:
+        smi["error"] = smi_error
 
     if not upgrade_tool:
         upgrade_tool = os.path.join(drv["install_path"], "driver", "tools", "upgrade-tool")
     components, fw_error = ([], None)
-    if drv["installed"]:
-        components, fw_error = query_firmware(module, upgrade_tool)
+    if drv["installed"] and _is_executable(upgrade_tool):
+        components, fw_error = query_firmware(run, upgrade_tool)
+    status = firmware_status(components, fw["version"] if fw["installed"] else None)
 
     driver = {
         "installed": drv["installed"],
@@ -387,7 +360,9 @@ def gather(module):
     firmware = {
         "installed": fw["installed"],
         "version": fw["version"],
-        "running_versions": _sorted_versions([c["version"] for c in components]),
+        "running_versions": status["running_versions"],
+        "active": status["active"],
+        "stale_devices": status["stale_devices"],
         "components": components,
         "install_path": fw["install_path"] if fw["installed"] else None,
         "info": fw["info"],
@@ -402,13 +377,15 @@ def gather(module):
     }
 
     npus = smi.pop("npus")
+    chips = smi.pop("chips")
     smi.pop("driver_version")
     names = []
     for npu in npus:
         if npu.get("name") and npu["name"] not in names:
             names.append(npu["name"])
-    unhealthy = [{"npu_id": n.get("npu_id"), "chip_id": n.get("chip_id"), "health": n.get("health")}
-                 for n in npus if str(n.get("health") or "").upper() != "OK"]
+    unhealthy = [{"npu_id": c.get("npu_id"), "chip_id": c.get("chip_id"), "phy_id": c.get("phy_id"),
+                  "health": c.get("health")}
+                 for c in chips if str(c.get("health") or "").upper() != "OK"]
     reasons = reboot_reasons(driver, firmware, smi)
 
     return {
@@ -420,7 +397,9 @@ def gather(module):
         "install_info": dict(install_info),
         "npu_smi": smi,
         "npus": npus,
+        "chips": chips,
         "count": len(npus),
+        "chip_count": len(chips),
         "names": names,
         "model": names[0] if len(names) == 1 else None,
         "healthy": bool(npus) and not unhealthy,

@@ -22,7 +22,10 @@ FACTS_SAMPLE = """\
 +===========================+===============+====================================================+
 """.splitlines()
 DCMI_8005 = "dcmi module initialize failed. ret is -8005"
+DRIVER_OK = "Driver package installed successfully! Reboot needed for installation/upgrade to take effect!"
+DRIVER_NOW = "Driver package installed successfully! The new version takes effect immediately."
 FW_LINE = re.compile(r"^Get component version\((\S+)\) succeed for deviceId\((\d+)\), componentType\((\d+)\)\.$")
+FW_JSONISH = re.compile(r'^\t\{"device_id":(\d+), "component":(\w+), "version":(\S+)\}$')
 
 
 def parse_info(text: str) -> dict:
@@ -45,9 +48,37 @@ def parse_info(text: str) -> dict:
     return {"tool": header.group(1), "driver": header.group(2), "npus": npus, "procs": procs, "lines": lines}
 
 
-def test_npu_smi_fails_with_8005_until_first_boot(node, packages):
+def test_fresh_driver_takes_effect_immediately(node, packages):
+    """A fresh driver install on a node where no driver runs starts the devices at once."""
     r = node.install(packages.pkg("driver"), "--full", "--quiet")
     assert r.returncode == 0, r.stdout
+    assert r.stdout.splitlines()[-1] == DRIVER_NOW
+    r = node.npu_smi("info")
+    assert r.returncode == 0, r.stdout
+    info = parse_info(r.stdout)
+    assert info["driver"] == CURRENT["driver"]
+    assert [(n["npu"], n["health"]) for n in info["npus"]] == [(0, "OK"), (1, "OK")]
+    state = json.loads(node.sim("state").stdout)
+    assert state["running"]["driver"] == CURRENT["driver"] and state["pending_reboot"] == []
+    assert os.path.exists(node.p("/dev/davinci_manager")) and os.path.exists(node.p("/dev/davinci1"))
+    assert f"load driver={CURRENT['driver']}" in node.events()
+    # the firmware still needs a reboot: upgrade-tool shows the factory firmware until then
+    r = node.install(packages.pkg("firmware"), "--full", "--quiet")
+    assert r.returncode == 0, r.stdout
+    fw = node.upgrade_tool("--device_index", "-1", "--component", "-1", "--version").stdout
+    assert "(7.1.0.3.220)" in fw and CURRENT["firmware"] not in fw
+    assert json.loads(node.sim("state").stdout)["pending_reboot"] == ["firmware"]
+
+
+def test_npu_smi_fails_with_8005_until_first_boot(node, packages):
+    """Simulated hardware whose devices do not start at install ("driver_starts_at_install": false)."""
+    hw_file = node.p("/etc/ascend-sim/hardware.json")
+    hw = json.loads(hw_file.read_text()) if hw_file.exists() else {}
+    hw_file.parent.mkdir(parents=True, exist_ok=True)
+    hw_file.write_text(json.dumps(dict(hw, driver_starts_at_install=False)))
+    r = node.install(packages.pkg("driver"), "--full", "--quiet")
+    assert r.returncode == 0, r.stdout
+    assert r.stdout.splitlines()[-1] == DRIVER_OK
     for args in (("info",), ("info", "-l"), ("info", "-t", "topo")):
         r = node.npu_smi(*args)
         assert r.returncode == 1
@@ -134,14 +165,24 @@ def test_health_fault_shows_in_table_and_clears(booted_node):
 
 
 def test_upgrade_tool_reports_running_firmware(booted_node):
+    """Brace-wrapped output; per device several components, each line followed by its JSON-ish line."""
     r = booted_node.upgrade_tool("--device_index", "-1", "--component", "-1", "--version")
     assert r.returncode == 0
-    matches = [FW_LINE.match(line) for line in r.stdout.splitlines()]
-    assert all(matches)
-    assert [(m.group(1), m.group(2), m.group(3)) for m in matches] == [
-        (CURRENT["firmware"], "0", "0"), (CURRENT["firmware"], "1", "0")]
-    r = booted_node.upgrade_tool("--device_index", "1", "--component", "-1", "--version")
-    assert r.stdout == f"Get component version({CURRENT['firmware']}) succeed for deviceId(1), componentType(0).\n"
+    lines = r.stdout.splitlines()
+    assert lines[0] == "{" and lines[-1] == "}"
+    body = lines[1:-1]
+    gets = [FW_LINE.match(line) for line in body[0::2]]
+    jsonish = [FW_JSONISH.match(line) for line in body[1::2]]
+    assert all(gets) and all(jsonish), r.stdout
+    assert [(m.group(2), m.group(3)) for m in gets] == [(d, c) for d in "01" for c in ("0", "3", "8", "9")]
+    names = ("nve", "xloader", "m3fw", "uefi")
+    assert [(m.group(1), m.group(2)) for m in jsonish] == [(d, c) for d in "01" for c in names]
+    # nve carries its own numbering; the main components report the firmware package version
+    assert {m.group(3) for m in jsonish if m.group(2) != "nve"} == {CURRENT["firmware"]}
+    assert {m.group(3) for m in jsonish if m.group(2) == "nve"} == {"1.83.10.1.248"}
+    r = booted_node.upgrade_tool("--device_index", "1", "--component", "3", "--version")
+    assert r.stdout == (f"{{\nGet component version({CURRENT['firmware']}) succeed for deviceId(1), componentType(3).\n"
+                        f'\t{{"device_id":1, "component":xloader, "version":{CURRENT["firmware"]}}}\n}}\n')
     assert booted_node.upgrade_tool("--device_index", "7", "--component", "-1", "--version").returncode == 1
     assert booted_node.upgrade_tool("--device_index", "-1", "--version").returncode == 1
 
@@ -170,7 +211,7 @@ def test_upgrade_keeps_running_versions_until_boot(tmp_path, packages):
     info = parse_info(n.npu_smi("info").stdout)
     assert (info["tool"], info["driver"]) == (CURRENT["driver"], CURRENT["driver"])
     fw = n.upgrade_tool("--device_index", "-1", "--component", "-1", "--version").stdout
-    assert fw.count(f"({CURRENT['firmware']})") == 2
+    assert fw.count(f"({CURRENT['firmware']})") == 6  # 2 devices x 3 main components
     state = json.loads(n.sim("state").stdout)
     assert state["pending_reboot"] == [] and state["boot_count"] == 2
     assert f"boot driver={CURRENT['driver']} firmware={CURRENT['firmware']}" in n.events()

@@ -12,6 +12,9 @@ from simhelpers import ARCH, CURRENT, OTHER_ARCH, PREVIOUS, SIM_PACKAGES, build_
 
 CHECK_OK = "Verifying archive integrity...  100%   SHA256 checksums are OK. All good."
 DRIVER_OK = "Driver package installed successfully! Reboot needed for installation/upgrade to take effect!"
+DRIVER_NOW = "Driver package installed successfully! The new version takes effect immediately."
+FIRMWARE_CHIPS = "The firmware of [2] chips are successfully upgraded."
+STAMPED = re.compile(r"^\[(Driver|Firmware)\] \[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] \[(INFO|WARNING|ERROR)\]")
 FIRMWARE_OK = ("Firmware package installed successfully! Reboot now or after driver installation "
                "for the installation/upgrade to take effect.")
 DKMS_FAILED = "[ERROR]Dkms install failed, details in : var/log/ascend_seclog/ascend_install.log."
@@ -129,7 +132,7 @@ def test_vendor_flags_reach_the_script_and_quiet_quiets_makeself(node, packages)
 def test_fresh_driver_install_records(node, packages):
     r = node.install(packages.pkg("driver"), "--full", "--install-for-all", "--quiet")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.splitlines()[-1] == DRIVER_OK
+    assert r.stdout.splitlines() == [DRIVER_NOW]
     lines = node.p("/usr/local/Ascend/driver/version.info").read_text().splitlines()
     assert lines == [
         f"Version={CURRENT['driver']}",
@@ -147,11 +150,11 @@ def test_fresh_driver_install_records(node, packages):
         assert os.access(node.p(real), os.X_OK), real
         assert "SIMULATION" in node.p(real).read_text().splitlines()[1]
     assert node.p("/usr/local/dcmi").is_dir()
-    assert node.events() == [f"install driver {CURRENT['driver']} mode=full rc=0"]
+    assert node.events() == [f"load driver={CURRENT['driver']}", f"install driver {CURRENT['driver']} mode=full rc=0"]
     log = node.p("/var/log/ascend_seclog/ascend_install.log").read_text()
-    assert "[Driver]" in log and DRIVER_OK in log
+    assert "[Driver]" in log and DRIVER_NOW in log
     state = json.loads(node.sim("state").stdout)
-    assert state["running"]["driver"] is None and state["pending_reboot"] == ["driver"]
+    assert state["running"]["driver"] == CURRENT["driver"] and state["pending_reboot"] == []
     # A second --full is refused; --upgrade is the way.
     r = node.install(packages.pkg("driver"), "--full", "--quiet")
     assert r.returncode == 1 and "--upgrade" in errors(r)[0]
@@ -239,7 +242,36 @@ def test_kernel_headers_missing_prompts_without_quiet(node, packages):
     ksrc.mkdir(parents=True)
     r = node.install(packages.pkg("driver"), "--full", input="y\n/usr/src/linux-custom\n")
     assert r.returncode == 0, r.stdout
-    assert r.stdout.splitlines()[-1] == DRIVER_OK
+    assert r.stdout.splitlines()[-1].endswith("[INFO]" + DRIVER_NOW)
+
+
+def test_non_quiet_output_uses_the_vendor_format(node, packages):
+    r = node.install(packages.pkg("driver"), "--full")
+    assert r.returncode == 0, r.stdout
+    # after makeself's own lines ("Verifying archive integrity...", "Uncompressing ..."), the installer's
+    lines = r.stdout.splitlines()
+    lines = lines[next(i for i, line in enumerate(lines) if line.startswith("[")):]
+    assert all(STAMPED.match(line) for line in lines), r.stdout
+    text = "\n".join(lines)
+    assert "[INFO]driver install type: DKMS" in text
+    assert "[INFO]LogFile: /var/log/ascend_seclog/ascend_install.log" in text and "[INFO]OperationLogFile: " in text
+    assert [int(m) for m in re.findall(r"\[INFO\]upgradePercentage:(\d+)%", text)] == [10, 30, 60, 100]
+    assert lines[-1].endswith("[INFO]" + DRIVER_NOW)
+    r = node.install(packages.pkg("firmware"), "--full")
+    assert r.returncode == 0, r.stdout
+    lines = r.stdout.splitlines()
+    lines = lines[next(i for i, line in enumerate(lines) if line.startswith("[")):]
+    assert all(STAMPED.match(line) and line.startswith("[Firmware]") for line in lines), r.stdout
+    assert lines[-2].endswith("[INFO]" + FIRMWARE_CHIPS) and lines[-1].endswith("[INFO]" + FIRMWARE_OK)
+
+
+def test_driver_upgrade_needs_a_reboot(booted_node, packages):
+    """The older path: an upgrade over a running driver asks for a reboot and keeps the old one running."""
+    r = booted_node.install(packages.pkg("driver", "previous"), "--upgrade", "--quiet", "--nox11")
+    assert r.returncode == 0, r.stdout
+    assert r.stdout.splitlines() == [DRIVER_OK]
+    state = json.loads(booted_node.sim("state").stdout)
+    assert state["running"]["driver"] == CURRENT["driver"] and state["pending_reboot"] == ["driver"]
 
 
 def test_upgrade_requires_installed_and_keeps_user(node, packages):
@@ -266,14 +298,19 @@ def test_firmware_needs_driver_and_exit_codes(node, packages):
     r = node.install(packages.pkg("firmware"), "--upgrade", "--quiet")
     assert r.returncode == 1 and "--full" in errors(r)[0]
     r = node.install(packages.pkg("firmware", "previous"), "--full", "--quiet")
-    assert (r.returncode, r.stdout.strip()) == (0, FIRMWARE_OK)
+    assert (r.returncode, r.stdout.splitlines()) == (0, [FIRMWARE_CHIPS, FIRMWARE_OK])
     assert node.p("/usr/local/Ascend/firmware/version.info").read_text() == f"Version={PREVIOUS['firmware']}\n"
     r = node.install(packages.pkg("firmware"), "--full", "--quiet")
     assert r.returncode == 1 and "--upgrade" in errors(r)[0]
     r = node.install(packages.pkg("firmware"), "--upgrade", "--quiet")
-    assert (r.returncode, r.stdout.strip()) == (2, FIRMWARE_OK)
+    assert (r.returncode, r.stdout.splitlines()) == (2, [FIRMWARE_CHIPS, FIRMWARE_OK])
     assert node.install_info()["Firmware_Install_Type"] == "upgrade"
     assert node.events()[-1] == f"install firmware {CURRENT['firmware']} mode=upgrade rc=2"
+    # like the real one, the firmware installer takes no user flags and no --install-for-all
+    for flag in ("--install-for-all", "--install-username=HwHiAiUser", "--install-usergroup=HwHiAiUser"):
+        r = node.install(packages.pkg("firmware"), "--upgrade", flag, "--quiet")
+        assert r.returncode == 1 and errors(r) == [f"[ERROR]Unsupported parameter: {flag}"], r.stdout
+        assert "--install-username" not in r.stdout.split("Usage:", 1)[1]
     r = node.run(node.p("/usr/local/Ascend/firmware/script/uninstall.sh"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert not node.p("/usr/local/Ascend/firmware").exists()

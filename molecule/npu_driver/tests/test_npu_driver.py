@@ -37,6 +37,9 @@ def test_npu_smi_healthy_with_new_driver(host, expected_npus):
 def test_fresh_order_driver_then_firmware_then_one_reboot(host):
     assert installs(host) == [("driver", CURRENT["driver"], "full"), ("firmware", CURRENT["firmware"], "full")]
     log = events(host)
+    # the fresh driver took effect at once (no reboot for it); the one reboot is the firmware's
+    assert log.index(f"load driver={CURRENT['driver']}") < log.index(
+        f"install firmware {CURRENT['firmware']} mode=full rc=0")
     last_install = max(i for i, e in enumerate(log) if e.startswith("install "))
     boots_after = [e for e in log[last_install:] if e.startswith("boot")]
     assert len(boots_after) == 1, log

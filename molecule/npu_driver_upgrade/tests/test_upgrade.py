@@ -33,6 +33,17 @@ def test_new_versions_installed_and_running(host, expected_npus):
     assert PREVIOUS["firmware"] not in fw.stdout
 
 
+def test_runtime_user_took_a_free_id_beside_the_admin(host):
+    """uid/gid 1000 belong to the first admin (prepare): HwHiAiUser got free ids and owns the devices."""
+    admin = host.user("admin1000")
+    assert admin.uid == 1000 and admin.gid == 1000
+    user = host.user("HwHiAiUser")
+    assert user.exists and user.uid != 1000 and user.gid != 1000
+    assert host.group("HwHiAiUser").gid == user.gid
+    dev = host.file("/dev/davinci_manager")
+    assert dev.user == "HwHiAiUser" and dev.group == "HwHiAiUser"
+
+
 def test_upgrade_kept_install_records(host):
     info = key_values(host, "/etc/ascend_install.info")
     assert info["UserName"] == "HwHiAiUser"

@@ -21,12 +21,14 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 
-from ascend_sim import accounts, events, installinfo, paths, state  # noqa: E402
+from ascend_sim import accounts, devices, events, hardware, installinfo, paths, state  # noqa: E402
 
 DEFAULT_USER = "HwHiAiUser"
 DKMS_FAILED = "Dkms install failed, details in : var/log/ascend_seclog/ascend_install.log."
 DKMS_PROMPT = "Do you want to try build driver after input kernel absolute path? [y/n]"
 DRIVER_OK = "Driver package installed successfully! Reboot needed for installation/upgrade to take effect!"
+DRIVER_NOW = "Driver package installed successfully! The new version takes effect immediately."
+FIRMWARE_CHIPS = "The firmware of [{chips}] chips are successfully upgraded."
 FIRMWARE_OK = (
     "Firmware package installed successfully! Reboot now or after driver installation "
     "for the installation/upgrade to take effect."
@@ -45,6 +47,9 @@ KINDS = {
                        "actions": ("install", "upgrade", "uninstall"), "root": True},
 }
 RUNTIME_SCENES = ("docker", "containerd", "isula")
+# the firmware installer takes only --full / --upgrade (and the path and makeself options)
+NO_USER_FLAGS = ("firmware",)
+OPERATION_LOG = "/var/log/ascend_seclog/operation.log"
 BASE_LIST = """\
 /usr/local/Ascend/driver/lib64
 /usr/local/Ascend/driver/include
@@ -85,6 +90,23 @@ class Run:
         if not self.quiet:
             print(line, flush=True)
 
+    def say(self, msg: str) -> None:
+        """A result line: stamped like the rest without --quiet, plain with it (always printed)."""
+        line = self._stamp("INFO", msg)
+        self.log_lines.append(line)
+        print(msg if self.quiet else line, flush=True)
+
+    def begin(self, what: str) -> None:
+        """The opening lines of a non-quiet vendor run."""
+        self.info(f"Start time: {time.strftime('%Y-%m-%d %H:%M:%S')}")
+        self.info(f"LogFile: {paths.INSTALL_LOG}")
+        self.info(f"OperationLogFile: {OPERATION_LOG}")
+        self.info(what)
+
+    def progress(self, steps=(10, 30, 60, 100)) -> None:
+        for pct in steps:
+            self.info(f"upgradePercentage:{pct}%")
+
     def detail(self, msg: str) -> None:
         """Only in the install log."""
         self.log_lines.append(self._stamp("INFO", msg))
@@ -111,14 +133,18 @@ def usage(kind: str) -> str:
         f"Usage: ./{meta['title']}_<version>_linux-<arch>.run [makeself options] {actions} [options]",
         "Options:",
         "  --install-path=<path>        install directory (default /usr/local/Ascend)",
-        "  --install-username=<user>    run user (with --install-usergroup; default HwHiAiUser)",
-        "  --install-usergroup=<group>  run group (with --install-username; default HwHiAiUser)",
-        "  --install-for-all            let all users use the installed software",
-        "  --quiet                      no interaction, errors only",
     ]
+    if kind not in NO_USER_FLAGS:
+        lines += [
+            "  --install-username=<user>    run user (with --install-usergroup; default HwHiAiUser)",
+            "  --install-usergroup=<group>  run group (with --install-username; default HwHiAiUser)",
+            "  --install-for-all            let all users use the installed software",
+        ]
+    lines.append("  --quiet                      no interaction, errors only")
     if kind == "docker-runtime":
         lines.append("  --install-scene=<docker|containerd|isula>  container engine (default docker)")
-    lines.append("  --upgrade cannot be combined with --install-username, --install-usergroup, --install-for-all")
+    if kind not in NO_USER_FLAGS:
+        lines.append("  --upgrade cannot be combined with --install-username, --install-usergroup, --install-for-all")
     return "\n".join(lines)
 
 
@@ -128,6 +154,8 @@ def parse(argv: list[str], kind: str) -> dict:
             "quiet": False, "scene": None}
     for arg in argv:
         name, eq, value = arg.partition("=")
+        if kind in NO_USER_FLAGS and name in ("--install-username", "--install-usergroup", "--install-for-all"):
+            raise UsageError(f"Unsupported parameter: {arg}")
         if not eq and name.startswith("--") and name[2:] in meta["actions"]:
             opts["actions"].append(name[2:])
         elif eq and name == "--install-username":
@@ -262,8 +290,9 @@ def install_driver(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> int
     if mode == "upgrade" and not installed:
         raise Failure(f"The driver package is not installed in {path}. Use --full to install it.")
     driver_prerequisites(run, opts)
-    run.info(f"{'Upgrade' if mode == 'upgrade' else 'Installation'} of driver {pkg['version']} begins, "
-             f"install path {path}")
+    run.begin(f"{'Upgrade' if mode == 'upgrade' else 'Installation'} of driver {pkg['version']} begins, "
+              f"install path {path}")
+    run.info("driver install type: DKMS")
     host_drv = paths.host_path(drv)
     if os.path.isdir(host_drv):
         shutil.rmtree(host_drv)
@@ -299,11 +328,32 @@ def install_driver(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> int
             "Driver_Install_For_All": info.get("Driver_Install_For_All", "no"),
         }
     installinfo.update_install_info(updates)
+    run.progress()
+    if start_driver_now(mode, pkg["version"]):
+        run.info(f"Driver {pkg['version']} loaded; the devices started")
+        run.say(DRIVER_NOW)
+        return 0
     state.mark_pending("driver")
     run.info(f"Driver {pkg['version']} files installed; the running driver changes at the next reboot")
-    run.log_lines.append(run._stamp("INFO", DRIVER_OK))
-    print(DRIVER_OK, flush=True)
+    run.say(DRIVER_OK)
     return 0
+
+
+def start_driver_now(mode: str, version: str) -> bool:
+    """A fresh install on a node where no driver runs loads the driver and starts the devices at
+    once (the vendor's "takes effect immediately"). An upgrade, or a fresh install while an
+    uninstalled driver still runs, waits for a reboot ("Reboot needed ..."); so does every driver
+    install on simulated hardware with ``"driver_starts_at_install": false`` (stand-in only)."""
+    hw = hardware.load()
+    if mode != "full" or not hw.get("driver_starts_at_install", True):
+        return False
+    with state.update() as st:
+        if st["running"].get("driver"):
+            return False
+        st["running"]["driver"] = version
+    devices.create(hw["npu_count"], installinfo.read_install_info())
+    events.log_event(f"load driver={version}")
+    return True
 
 
 # ----------------------------------------------------------------------------- firmware
@@ -320,7 +370,7 @@ def install_firmware(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> i
         )
     if mode == "upgrade" and not installed:
         raise Failure(f"The firmware package is not installed in {path}. Use --full to install it.")
-    run.info(f"{'Upgrade' if mode == 'upgrade' else 'Installation'} of firmware {pkg['version']} begins")
+    run.begin(f"{'Upgrade' if mode == 'upgrade' else 'Installation'} of firmware {pkg['version']} begins")
     fw = f"{path}/firmware"
     host_fw = paths.host_path(fw)
     if os.path.isdir(host_fw):
@@ -334,9 +384,10 @@ def install_firmware(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> i
         "Firmware_Install_Path_Param": path,
     })
     state.mark_pending("firmware")
+    run.progress()
     run.info(f"Firmware {pkg['version']} written to the NPUs; active after the next reboot")
-    run.log_lines.append(run._stamp("INFO", FIRMWARE_OK))
-    print(FIRMWARE_OK, flush=True)
+    run.say(FIRMWARE_CHIPS.format(chips=hardware.load()["npu_count"]))
+    run.say(FIRMWARE_OK)
     return 2 if mode == "upgrade" else 0
 
 

@@ -8,6 +8,7 @@ import pytest
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version import (
     AscendVersion,
     compare,
+    is_internal_version,
     is_valid_version,
     parse_version,
     sort_versions,
@@ -47,6 +48,13 @@ ORDERED_PAIRS = [
     ("7.0.RC1.alpha003", "7.0.RC1.beta1"),
     ("7.0.RC1.beta1", "7.0.RC1"),
     ("23.0.rc3", "23.0.rc3.1"),
+    # alpha / beta builds of a final release come after its RCs (8.0.0.alpha002 was published after 8.0.RC3)
+    ("8.0.RC3", "8.0.0.alpha002"),
+    ("8.0.0.alpha002", "8.0.0"),
+    ("8.0.0.alpha001", "8.0.0.alpha002"),
+    ("8.0.0.alpha002", "8.0.0.beta1"),
+    ("8.0.RC3.alpha001", "8.0.0.alpha001"),
+    ("8.0.0.alpha002", "8.0.1"),
 ]
 
 
@@ -123,3 +131,22 @@ def test_versions_equal_tolerates_unparsable_text():
     assert not versions_equal("custom-build", "24.1.rc1")
     assert versions_equal(None, None)
     assert not versions_equal(None, "24.1.rc1")
+
+
+@pytest.mark.parametrize("version", ["8.3.T5.0.B028", "7.6.T13.0.B094", "8.0.T63", "8.0.t63"])
+def test_build_internal_versions_are_refused_by_name(version):
+    assert is_internal_version(version)
+    assert not is_valid_version(version)
+    with pytest.raises(ValueError, match="build-internal") as err:
+        compare(version, "8.0.RC3")
+    assert version.strip() in str(err.value)
+    with pytest.raises(ValueError, match="build-internal"):
+        AscendVersion(version)
+    # equality still works as text, so an installed internal build matches its own package
+    assert versions_equal(version, version.upper())
+    assert not versions_equal(version, "8.0.0")
+
+
+def test_release_versions_are_not_internal():
+    for version in ("8.0.RC3", "24.1.rc1.b030", "7.5.0.2.220", "8.0.0.alpha002", "6.0.RC1.SPC1"):
+        assert not is_internal_version(version)

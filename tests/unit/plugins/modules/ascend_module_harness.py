@@ -143,6 +143,9 @@ FAKE_RUN = textwrap.dedent(r"""
     if [ "$action" != "$fresh" ] && [ "$action" != upgrade ]; then
       echo "usage: $0 --$fresh|--upgrade"; exit 1
     fi
+    if [ "$KIND" = firmware ] && { [ -n "$user$group" ] || [ -n "$forall" ]; }; then
+      echo "[ERROR]Unsupported parameter: the firmware package takes only --full or --upgrade"; exit 1
+    fi
     if [ "$action" = upgrade ] && { [ -n "$user$group" ] || [ -n "$forall" ]; }; then
       echo "[ERROR]--upgrade cannot be used with --install-username, --install-usergroup or --install-for-all"; exit 1
     fi
@@ -155,7 +158,9 @@ FAKE_RUN = textwrap.dedent(r"""
     case "$MODE" in
       dkms) echo "[ERROR]Dkms install failed, details in : var/log/ascend_seclog/ascend_install.log."; exit 1;;
       missing_tools) echo "[ERROR]The list of missing tools: lspci,ifconfig,"; exit 1;;
-      nosuccess) exit 0;;
+      nosuccess) ;;
+      rc1) exit 1;;
+      error_rc0) echo "[Driver] [2025-07-17 10:35:21] [ERROR]Driver install failed"; exit 0;;
       prompt)
         printf 'Do you want to try build driver after input kernel absolute path? [y/n]'
         if read -r answer; then echo; fi
@@ -170,6 +175,15 @@ FAKE_RUN = textwrap.dedent(r"""
       mkdir -p "$(dirname "$rec")"
       printf 'Version=%s\n' "$VERSION" > "$rec"
     fi
+    case "$MODE" in
+      nosuccess) exit 0;;
+      rc3) exit 3;;
+      immediate)
+        echo "[Driver] [2025-07-17 10:35:22] [INFO]driver install type: DKMS"
+        echo "[Driver] [2025-07-17 10:36:30] [INFO]upgradePercentage:100%"
+        echo "Driver package installed successfully! The new version takes effect immediately."
+        exit 0;;
+    esac
     case "$KIND" in
       driver)
         echo "Driver package installed successfully! Reboot needed for installation/upgrade to take effect!"

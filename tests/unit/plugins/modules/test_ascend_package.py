@@ -10,7 +10,10 @@ import time
 
 import pytest
 from ansible_collections.ascendops.cluster.plugins.modules import ascend_package
-from ansible_collections.ascendops.cluster.tests.unit.plugins.modules.ascend_module_harness import write_script
+from ansible_collections.ascendops.cluster.tests.unit.plugins.modules.ascend_module_harness import (
+    fixture_text,
+    write_script,
+)
 
 DRIVER = "Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.run"
 DRIVER_OLD = "Ascend-hdk-910b-npu-driver_23.0.0_linux-aarch64.run"
@@ -331,6 +334,52 @@ def test_firmware_upgrade_rc2_is_success(run, make_package, root):
     assert pkg.argvs()[-1][0] == "--upgrade"
 
 
+def test_firmware_gets_no_user_flags_and_no_install_for_all(run, make_package, root):
+    installed(root, "driver", "24.1.rc1")
+    pkg = make_package(FIRMWARE, "firmware", "7.5.0.2.220")
+    res = run(pkg, install_for_all=True)
+    assert not res.get("failed"), res.get("msg")
+    assert pkg.argvs()[-1] == ["--full", f"--install-path={root}", "--quiet", "--nox11"]
+
+
+@pytest.mark.parametrize("options", [
+    {"install_username": USER, "install_usergroup": GROUP},
+    {"extra_args": ["--install-for-all"]},
+    {"extra_args": [f"--install-username={USER}"]},
+])
+def test_firmware_refuses_user_flags(run, make_package, root, options):
+    installed(root, "driver", "24.1.rc1")
+    pkg = make_package(FIRMWARE, "firmware", "7.5.0.2.220")
+    res = run(pkg, **options)
+    assert res["failed"]
+    assert "firmware" in res["msg"] and "--full or --upgrade" in res["msg"] or "no user flags" in res["msg"]
+    assert pkg.argvs() == []  # refused before anything ran
+
+
+def test_firmware_reboot_from_the_running_version(run, make_package, root, tmp_path):
+    """upgrade-tool still reports the old firmware on device 1: reboot, named by device."""
+    installed(root, "driver", "24.1.rc1")
+    out = tmp_path / "ut.out"
+    out.write_text(fixture_text("upgrade_tool_version_braces.txt"))
+    os.makedirs(os.path.join(root, "driver", "tools"))
+    write_script(os.path.join(root, "driver", "tools", "upgrade-tool"), f"#!/bin/sh\ncat {out}\n")
+    pkg = make_package(FIRMWARE, "firmware", "7.5.0.2.220")
+    res = run(pkg)
+    assert not res.get("failed"), res.get("msg")
+    assert res["reboot_required"] is True
+    assert "device(s) 1 (running 7.1.0.11.220)" in res["reboot_reasons"][0]
+    assert "the firmware installer asks for a reboot" in res["reboot_reasons"]
+
+
+def test_internal_build_installed_is_refused_by_name(run, make_package, root):
+    installed(root, "driver", "8.3.T5.0.B028")
+    pkg = make_package(DRIVER, "driver", "24.1.rc1")
+    res = run(pkg)
+    assert res["failed"]
+    assert "'8.3.T5.0.B028'" in res["msg"] and "build-internal" in res["msg"] and "force" in res["msg"]
+    assert "Traceback" not in res["msg"]
+
+
 # ------------------------------------------------------------------ installer failures
 
 
@@ -364,10 +413,59 @@ def test_prompt_never_waits(run, make_package, open_stdin):
     assert [state for state, _argv in pkg.calls()] == ["eof", "eof"]
 
 
-def test_rc0_without_success_line_fails(run, make_package):
+def test_rc0_without_success_line_succeeds(run, make_package):
+    """A --quiet run may print nothing: the exit code decides."""
     pkg = make_package(DRIVER, "driver", "24.1.rc1", mode="nosuccess")
     res = run(pkg)
-    assert res["failed"] and "no success message" in res["msg"]
+    assert not res.get("failed"), res.get("msg")
+    assert res["stdout"] == "" and res["version_after"] == "24.1.rc1"
+
+
+@pytest.mark.parametrize("mode,failed", [("rc3", False), ("rc1", True), ("error_rc0", True)])
+def test_driver_verdict_is_the_exit_code_and_error_lines(run, make_package, mode, failed):
+    pkg = make_package(DRIVER, "driver", "24.1.rc1", mode=mode)
+    res = run(pkg)
+    assert bool(res.get("failed")) is failed, res.get("msg")
+    if mode == "error_rc0":
+        assert "[ERROR]Driver install failed" in res["msg"]
+    if mode == "rc1":
+        assert "rc=1" in res["msg"]
+
+
+def fake_npu_smi(tmp_path, monkeypatch, running_version):
+    """An npu-smi on PATH that shows 8 healthy NPUs under the running driver ``running_version``."""
+    table = fixture_text("npu_smi_info_910b_8npu.txt").replace("| Alarm         |", "| OK            |").replace(
+        "| Warning       |", "| OK            |").replace("Version: 24.1.rc1", f"Version: {running_version:<8}")
+    bindir = tmp_path / "smi-bin"
+    bindir.mkdir(exist_ok=True)
+    (tmp_path / "smi.out").write_text(table)
+    write_script(bindir / "npu-smi", f"#!/bin/sh\ncat {tmp_path / 'smi.out'}\n")
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+
+
+def test_fresh_driver_that_takes_effect_immediately_needs_no_reboot(run, make_package, tmp_path, monkeypatch):
+    fake_npu_smi(tmp_path, monkeypatch, "24.1.rc1")
+    pkg = make_package(DRIVER, "driver", "24.1.rc1", mode="immediate")
+    res = run(pkg)
+    assert not res.get("failed"), res.get("msg")
+    assert res["reboot_required"] is False and res["reboot_reasons"] == []
+
+
+def test_driver_not_running_after_install_needs_reboot(run, make_package, tmp_path, monkeypatch):
+    """Whatever the wording, the node's own view decides: npu-smi still runs the old driver."""
+    fake_npu_smi(tmp_path, monkeypatch, "23.0.0")
+    pkg = make_package(DRIVER, "driver", "24.1.rc1", mode="immediate")
+    res = run(pkg)
+    assert res["reboot_required"] is True
+    assert "differs from the running driver 23.0.0" in res["reboot_reasons"][0]
+
+
+def test_driver_reboot_hint_counts_even_when_npu_smi_agrees(run, make_package, tmp_path, monkeypatch):
+    fake_npu_smi(tmp_path, monkeypatch, "24.1.rc1")
+    pkg = make_package(DRIVER, "driver", "24.1.rc1")  # prints "Reboot needed ..."
+    res = run(pkg)
+    assert res["reboot_required"] is True
+    assert res["reboot_reasons"] == ["the driver installer asks for a reboot"]
 
 
 def test_full_on_installed_host_is_not_attempted(run, make_package, root):

@@ -133,9 +133,9 @@ def test_unhealthy_npus(run_module, node):
     node.smi(TABLE_8)
     res = run_module(npu_info.main, node.args())
     assert res["healthy"] is False
-    assert res["unhealthy"] == [{"npu_id": 3, "chip_id": 0, "health": "Alarm"},
-                                {"npu_id": 6, "chip_id": 0, "health": "Warning"}]
-    assert res["count"] == 8
+    assert res["unhealthy"] == [{"npu_id": 3, "chip_id": 0, "phy_id": 3, "health": "Alarm"},
+                                {"npu_id": 6, "chip_id": 0, "phy_id": 6, "health": "Warning"}]
+    assert res["count"] == 8 and res["chip_count"] == 8
 
 
 def test_driver_installed_not_loaded_8005(run_module, node):
@@ -191,7 +191,8 @@ def test_firmware_installed_not_running(run_module, node):
     versions[5] = "7.1.0.11.220"
     node.upgrade_tool(versions)
     res = run_module(npu_info.main, node.args())
-    assert res["firmware"]["running_versions"] == ["7.1.0.11.220", "7.5.0.2.220"]
+    assert res["firmware"]["running_versions"] == ["7.5.0.2.220", "7.1.0.11.220"]
+    assert res["firmware"]["stale_devices"] == [5] and res["firmware"]["active"] is False
     assert res["reboot_required"] is True
     assert len(res["reboot_reasons"]) == 1
     reason = res["reboot_reasons"][0]
@@ -230,7 +231,9 @@ def test_upgrade_tool_option(run_module, node, tmp_path):
     out.write_text("Get component version(7.5.0.2.220) succeed for deviceId(0), componentType(0).\n")
     tool = write_script(tmp_path / "my-upgrade-tool", f"#!/bin/sh\ncat {shlex.quote(str(out))}\n")
     res = run_module(npu_info.main, node.args(upgrade_tool=tool))
-    assert res["firmware"]["components"] == [{"device_id": 0, "component_type": 0, "version": "7.5.0.2.220"}]
+    assert res["firmware"]["components"] == [
+        {"device_id": 0, "component_type": 0, "component": None, "version": "7.5.0.2.220"}]
+    assert res["firmware"]["active"] is True and res["reboot_required"] is False
 
 
 def test_npu_smi_found_on_path(run_module, node):
@@ -258,9 +261,44 @@ def test_unparsable_npu_smi_output(run_module, node):
 def test_a3_chips(run_module, node):
     node.smi(fixture_text("npu_smi_info_a3.txt"))
     res = run_module(npu_info.main, node.args())
-    assert res["count"] == 4
+    # two NPUs of two chips each: NPUs and chips are counted apart
+    assert res["count"] == 2 and res["chip_count"] == 4
+    assert [(c["npu_id"], c["chip_id"], c["phy_id"]) for c in res["chips"]] == [
+        (0, 0, 0), (0, 1, 1), (1, 0, 2), (1, 1, 3)]
+    assert [n["phy_ids"] for n in res["npus"]] == [[0, 1], [2, 3]]
     assert res["model"] == "Ascend910"
     assert {(u["npu_id"], u["chip_id"]) for u in res["unhealthy"]} == {(1, 0), (1, 1)}
+
+
+def test_firmware_rule_with_several_components_per_device(run_module, node, tmp_path):
+    """nve reports its own numbering; the main components report the package version. The same
+    rule decides firmware.active and the reboot reasons."""
+    node.driver()
+    node.firmware("7.5.0.2.220")
+    node.smi(TABLE_8_OK)
+    out = tmp_path / "ut.out"
+    out.write_text(fixture_text("upgrade_tool_version_braces.txt"))
+    tool = write_script(tmp_path / "braces-upgrade-tool", f"#!/bin/sh\ncat {shlex.quote(str(out))}\n")
+    res = run_module(npu_info.main, node.args(upgrade_tool=tool))
+    assert [c["component"] for c in res["firmware"]["components"][:4]] == ["nve", "xloader", "m3fw", "uefi"]
+    assert res["firmware"]["stale_devices"] == [1]
+    assert res["firmware"]["active"] is False
+    assert res["reboot_required"] is True
+    assert "device(s) 1 (running 7.1.0.11.220)" in res["reboot_reasons"][0]
+    out.write_text(fixture_text("upgrade_tool_version_braces.txt").replace("7.1.0.11.220", "7.5.0.2.220"))
+    res = run_module(npu_info.main, node.args(upgrade_tool=tool))
+    assert res["firmware"]["active"] is True and res["reboot_required"] is False
+    assert res["firmware"]["running_versions"] == ["7.5.0.2.220"]
+
+
+def test_table_row_of_no_layout_is_an_error_not_an_npu(run_module, node):
+    node.driver()
+    lines = TABLE_8_OK.splitlines()
+    node.smi("\n".join(lines[:9] + ["| 9     910B1  x  | OK | 1 2 3 |"] + lines[9:]) + "\n")
+    res = run_module(npu_info.main, node.args())
+    assert res["npu_smi"]["available"] is False
+    assert "| 9     910B1  x  | OK | 1 2 3 |" in res["npu_smi"]["error"]
+    assert res["count"] == 0
 
 
 def test_toolkit_kernels_runtime_through_latest_link(run_module, node):

@@ -1,0 +1,385 @@
+# Copyright: (c) 2026, ascendops engineering
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Parsers for the output of the vendor's ``npu-smi`` tool.
+
+* ``npu-smi info``: the summary table, parsed by its two column-header rows (never by fixed
+  positions), so every documented layout reads the same way:
+
+  - 910B (Atlas 800T A2): one NPU row (``NPU Name | Health | Power(W) Temp(C) Hugepages``) and
+    one chip row (``Chip | Bus-Id | AICore(%) Memory-Usage(MB) HBM-Usage(MB)``) per NPU;
+  - Atlas A3: chip header ``Chip Phy-ID``; each NPU id appears once per chip (two chips per
+    NPU, each with its own NPU row whose power may be ``-``);
+  - 310P: chip header ``Chip Device``, no HBM column, ``NA`` values, several chip rows after one
+    NPU row;
+  - npu-smi 26.x: a wider table (more columns are kept under their snake_cased header);
+  - a redacted Bus-Id (``xxxx:xx:xx.x``, ``***``) is a value like any other.
+
+  The process table below (``NPU Chip | Process id | ...``, four or five columns) ends the
+  parse. A row that fits neither header row is an error naming the line: it is never counted as
+  an NPU.
+* ``npu-smi info -l``: ``Total Count`` and one block per NPU.
+* dcmi error strings (``dcmi module initialize failed. ret is -8005``).
+
+Only the standard library is used; the code runs on target hosts with Python 3.8+.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+
+NPU_SMI_ERRORS = {
+    -8005: "dcmi module initialize failed: the NPU driver is not loaded or its device nodes are "
+           "missing (typically: driver installed but the node not rebooted since)",
+    -8020: "the device is in use by another process",
+}
+# health words from best to worst; anything else counts as worse than OK
+HEALTH_ORDER = ("OK", "Warning", "Alarm", "Critical")
+
+_NPU_SMI_ERR_RE = re.compile(r"ret\s+is\s+(-?\d+)", re.IGNORECASE)
+_NPU_SMI_VERSION_RE = re.compile(r"npu-smi\s+(\S+)\s+Version:\s*(\S+)", re.IGNORECASE)
+_TOKEN_RE = re.compile(r"\S+\s*/\s*\S+|\S+")
+_INT_RE = re.compile(r"^\d+$")
+_EMPTY_VALUES = ("", "-", "NA", "N/A", "--")
+
+# column header (lower case) -> key; "pair" headers hold "used / total"
+_COLUMN_KEYS = {
+    "npu": "npu_id",
+    "name": "name",
+    "health": "health",
+    "power(w)": "power_w",
+    "temp(c)": "temp_c",
+    "hugepages-usage(page)": ("hugepages_used", "hugepages_total"),
+    "chip": "chip_id",
+    "phy-id": "phy_id",
+    "device": "device_id",
+    "bus-id": "bus_id",
+    "aicore(%)": "aicore_pct",
+    "memory-usage(mb)": ("memory_used_mb", "memory_total_mb"),
+    "hbm-usage(mb)": ("hbm_used_mb", "hbm_total_mb"),
+}
+_INT_KEYS = ("npu_id", "chip_id", "phy_id", "device_id")
+_TEXT_KEYS = ("name", "health", "bus_id")
+
+
+class NpuSmiFormatError(ValueError):
+    """The text is not an ``npu-smi info`` table of a known layout."""
+
+
+def parse_npu_smi_error(text):
+    """Recognise an npu-smi/dcmi failure in ``text``.
+
+    Returns None when there is none, else a dict ``{code, line, meaning}`` (code is an int or
+    None when the line carries no ``ret is N``).
+    """
+    if not text:
+        return None
+    for raw in text.splitlines():
+        line = raw.strip()
+        low = line.lower()
+        m = _NPU_SMI_ERR_RE.search(line)
+        if m and ("dcmi" in low or "fail" in low or "error" in low or "used" in low):
+            code = int(m.group(1))
+            return {"code": code, "line": line, "meaning": NPU_SMI_ERRORS.get(code)}
+        if "dcmi module initialize failed" in low:
+            return {"code": None, "line": line, "meaning": NPU_SMI_ERRORS[-8005]}
+    return None
+
+
+def snake(header):
+    return re.sub(r"[^0-9a-z]+", "_", header.lower()).strip("_")
+
+
+def _number(value):
+    value = value.strip()
+    if value in _EMPTY_VALUES:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def _cells(line):
+    """Split a ``| a | b |`` table line into cell strings (not stripped)."""
+    body = line.strip()
+    if body.startswith("|"):
+        body = body[1:]
+    if body.endswith("|"):
+        body = body[:-1]
+    return body.split("|")
+
+
+def _tokens_with_pos(cell):
+    return [(m.start(), m.group(0)) for m in _TOKEN_RE.finditer(cell)]
+
+
+def _header_layout(line):
+    """Column headers of a header line: list per cell of [(start, header)]."""
+    return [list(_tokens_with_pos(cell)) for cell in _cells(line)]
+
+
+def _assign(layout_cell, cell):
+    """Map the values in a data cell onto the headers of the same cell.
+
+    Equal counts are zipped in order; otherwise each value goes to the header whose start column
+    is nearest at or before it.
+    """
+    headers = [h for _start, h in layout_cell]
+    values = _tokens_with_pos(cell)
+    if not headers:
+        return []
+    if len(values) == len(headers):
+        return list(zip(headers, [v for _pos, v in values]))
+    out = []
+    starts = [p for p, _header in layout_cell]
+    for pos, val in values:
+        idx = 0
+        for i, start in enumerate(starts):
+            if start <= pos + 1:
+                idx = i
+        out.append((headers[idx], val))
+    return out
+
+
+def _store(record, header, value):
+    key = _COLUMN_KEYS.get(header.lower())
+    if isinstance(key, tuple):
+        parts = [p.strip() for p in value.split("/", 1)]
+        record[key[0]] = _number(parts[0])
+        record[key[1]] = _number(parts[1]) if len(parts) > 1 else None
+        return
+    if key is None:
+        key = snake(header)
+    if key in _TEXT_KEYS:
+        record[key] = None if value.strip() in _EMPTY_VALUES else value.strip()
+    else:
+        record[key] = _number(value)
+
+
+def _fill(record, layout, cells):
+    for layout_cell, cell in zip(layout, cells):
+        for header, _start in [(h, s) for s, h in layout_cell]:
+            key = _COLUMN_KEYS.get(header.lower(), snake(header))
+            for k in (key if isinstance(key, tuple) else (key,)):
+                record.setdefault(k, None)
+        for header, value in _assign(layout_cell, cell):
+            _store(record, header, value)
+
+
+def _is_table_line(line):
+    return line.strip().startswith("|")
+
+
+def _is_separator(line):
+    s = line.strip()
+    return s.startswith("+") and len(s) > 1 and set(s) <= set("+-=")
+
+
+def _is_process_section(line):
+    low = line.lower()
+    return ("process id" in low or "process name" in low or "no running processes" in low
+            or "process memory" in low)
+
+
+def _first_cell_tokens(cells):
+    return cells[0].split() if cells else []
+
+
+def _fits_npu_row(cells, header_a):
+    """An NPU row: as many cells as the header, ``<npu id> <name>`` in the first cell and one
+    value in the Health cell."""
+    if len(cells) != len(header_a):
+        return False
+    first = _first_cell_tokens(cells)
+    if len(first) != len(header_a[0]) or not first or not _INT_RE.match(first[0]):
+        return False
+    if len(first) > 1 and _INT_RE.match(first[1]):
+        return False
+    return len(cells) < 2 or len(cells[1].split()) == 1
+
+
+def _fits_chip_row(cells, header_b):
+    """A chip row: as many cells as the header, only ids (integers, or ``-``) in the first cell,
+    as many as the first cell has headers (``Chip`` [``Phy-ID`` | ``Device``])."""
+    if header_b is None or len(cells) != len(header_b):
+        return False
+    first = _first_cell_tokens(cells)
+    if len(first) != len(header_b[0]) or not first or not _INT_RE.match(first[0]):
+        return False
+    return all(_INT_RE.match(t) or t in _EMPTY_VALUES for t in first)
+
+
+def _worst_health(values):
+    worst = None
+    for value in values:
+        rank = HEALTH_ORDER.index(value) if value in HEALTH_ORDER else len(HEALTH_ORDER)
+        if worst is None or rank > worst[0]:
+            worst = (rank, value)
+    return worst[1] if worst else None
+
+
+def _find_headers(lines, result):
+    """(header_a, header_b or None, index of the first line after the headers)."""
+    for i, line in enumerate(lines):
+        m = _NPU_SMI_VERSION_RE.search(line)
+        if m and result["npu_smi_version"] is None:
+            result["npu_smi_version"] = m.group(1)
+            result["driver_version"] = m.group(2)
+        if not _is_table_line(line):
+            continue
+        first = _first_cell_tokens(_cells(line))
+        if first and first[0].lower() == "npu" and "health" in line.lower():
+            header_a = _header_layout(line)
+            j = i + 1
+            while j < len(lines) and not _is_table_line(lines[j]) and not _is_separator(lines[j]):
+                j += 1
+            if j < len(lines) and _is_table_line(lines[j]):
+                second = _first_cell_tokens(_cells(lines[j]))
+                if second and second[0].lower() == "chip":
+                    return header_a, _header_layout(lines[j]), j + 1
+            return header_a, None, i + 1
+    raise NpuSmiFormatError("no npu-smi info table header (a row 'NPU Name | Health | ...') found")
+
+
+def _header_text(layout):
+    return " | ".join(" ".join(h for _s, h in cell) for cell in layout)
+
+
+def parse_npu_smi_info(text):
+    """Parse the output of ``npu-smi info``.
+
+    Returns a dict:
+
+    * ``npu_smi_version``: the tool version from the header line (or None)
+    * ``driver_version``: the ``Version:`` of the header line, i.e. the running driver (or None)
+    * ``chips``: one dict per chip row, in table order, with the values of its NPU row and its
+      chip row: ``npu_id, name, health, power_w, temp_c, hugepages_used, hugepages_total,
+      chip_id, bus_id, aicore_pct, memory_used_mb, memory_total_mb, hbm_used_mb, hbm_total_mb``
+      (``phy_id`` on A3, ``device_id`` on 310P; other columns under a snake_case key) and
+      ``phy_id`` always: the Phy-ID column, else the Device column, else the NPU id where each NPU
+      has one chip (910B), else None. ``-``/``NA`` values are None.
+    * ``npus``: one dict per distinct NPU id, in order: the values of its first chip, ``health``
+      the worst health of its chips, ``chip_count`` and ``phy_ids``.
+
+    Raises NpuSmiFormatError (a ValueError) when there is no table header, or when a table row
+    fits neither header row (the message names the line).
+    """
+    result = {"npu_smi_version": None, "driver_version": None, "npus": [], "chips": []}
+    if not text or not text.strip():
+        raise NpuSmiFormatError("empty npu-smi output")
+    lines = text.splitlines()
+    header_a, header_b, start = _find_headers(lines, result)
+
+    chips = []
+    current = None
+    current_used = False
+    for line in lines[start:]:
+        if _is_separator(line) or not line.strip():
+            continue
+        if not _is_table_line(line):
+            if chips or current is not None:
+                break
+            continue
+        if _is_process_section(line):
+            break
+        cells = _cells(line)
+        if not "".join(cells).strip():
+            continue
+        if _fits_chip_row(cells, header_b):
+            if current is None:
+                raise NpuSmiFormatError(f"npu-smi info: chip row before any NPU row: {line.strip()!r}")
+            record = OrderedDict(current)
+            _fill(record, header_b, cells)
+            chips.append(record)
+            current_used = True
+        elif _fits_npu_row(cells, header_a):
+            if current is not None and not current_used:
+                chips.append(_chipless(current))
+            current = OrderedDict()
+            _fill(current, header_a, cells)
+            current_used = False
+            if header_b is None:
+                chips.append(_chipless(current))
+                current_used = True
+        else:
+            expected = "'" + _header_text(header_a) + "'"
+            if header_b is not None:
+                expected += " or '" + _header_text(header_b) + "'"
+            raise NpuSmiFormatError(
+                f"npu-smi info: a table row fits no known layout (expected {expected}): {line.strip()!r}")
+    if current is not None and not current_used:
+        chips.append(_chipless(current))
+
+    per_npu = OrderedDict()
+    for chip in chips:
+        per_npu.setdefault(chip.get("npu_id"), []).append(chip)
+    for group in per_npu.values():
+        for chip in group:
+            if chip.get("phy_id") is None:
+                if chip.get("device_id") is not None:
+                    chip["phy_id"] = chip["device_id"]
+                elif len(group) == 1 and "phy-id" not in _headers_lower(header_b):
+                    chip["phy_id"] = chip.get("npu_id")
+            chip.setdefault("phy_id", None)
+    result["chips"] = [dict(c) for c in chips]
+    for group in per_npu.values():
+        npu = dict(group[0])
+        npu["health"] = _worst_health([c.get("health") for c in group])
+        npu["chip_count"] = len(group)
+        npu["phy_ids"] = [c.get("phy_id") for c in group]
+        result["npus"].append(npu)
+    return result
+
+
+def _headers_lower(layout):
+    return [h.lower() for cell in (layout or []) for _s, h in cell]
+
+
+def _chipless(npu_record):
+    """An NPU row without a chip row (a one-row layout, or a chip row missing)."""
+    record = OrderedDict(npu_record)
+    record.setdefault("chip_id", None)
+    return record
+
+
+def parse_npu_smi_info_version(text):
+    """(npu_smi_version, driver_version) from the header line of ``npu-smi info``, or (None, None)."""
+    m = _NPU_SMI_VERSION_RE.search(text or "")
+    if not m:
+        return None, None
+    return m.group(1), m.group(2)
+
+
+def parse_npu_smi_list(text):
+    """Parse ``npu-smi info -l``: ``{"total_count": int|None, "npus": [{npu_id, chip_count, ...}]}``.
+
+    Keys of each block are snake_cased (``Product Name`` -> ``product_name``); integers are
+    converted.
+    """
+    result = {"total_count": None, "npus": []}
+    current = None
+    for raw in (text or "").splitlines():
+        if ":" not in raw:
+            continue
+        key, value = raw.split(":", 1)
+        key = snake(key)
+        value = value.strip()
+        if not key:
+            continue
+        num = _number(value) if value else None
+        value = num if isinstance(num, int) else (value or None)
+        if key == "total_count":
+            result["total_count"] = value
+            continue
+        if key == "npu_id":
+            current = OrderedDict()
+            result["npus"].append(current)
+        if current is not None:
+            current[key] = value
+    result["npus"] = [dict(n) for n in result["npus"]]
+    return result

@@ -1,0 +1,225 @@
+""".run package names and installer verdicts (plugins/module_utils/run_package.py)."""
+
+from __future__ import annotations
+
+import pytest
+from ansible_collections.ascendops.cluster.plugins.module_utils.run_package import (
+    DEFAULT_INSTALL_LOG,
+    check_output_ok,
+    classify_installer_output,
+    parse_package_filename,
+)
+
+# ------------------------------------------------------------------ package names
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.run", ("driver", "24.1.rc1", "aarch64", "910b")),
+    ("/opt/pkg/Ascend-hdk-910b-npu-driver_23.0.0_linux-x86_64.run", ("driver", "23.0.0", "x86_64", "910b")),
+    ("Ascend-hdk-910b-npu-firmware_7.5.0.2.220.run", ("firmware", "7.5.0.2.220", None, "910b")),
+    ("Ascend-hdk-910b-npu-firmware_7.1.0.11.220.run", ("firmware", "7.1.0.11.220", None, "910b")),
+    ("Ascend-cann-toolkit_8.0.0_linux-aarch64.run", ("toolkit", "8.0.0", "aarch64", None)),
+    ("Ascend-cann-toolkit_8.0.RC3_linux-x86_64.run", ("toolkit", "8.0.RC3", "x86_64", None)),
+    ("Ascend-cann-kernels-910b_8.0.0_linux.run", ("kernels", "8.0.0", None, "910b")),
+    ("Ascend-cann-kernels-910b_8.0.RC3_linux-aarch64.run", ("kernels", "8.0.RC3", "aarch64", "910b")),
+    ("Ascend-docker-runtime_6.0.0_linux-aarch64.run", ("docker_runtime", "6.0.0", "aarch64", None)),
+    ("Ascend-docker-runtime_5.0.0_linux-x86_64.run", ("docker_runtime", "5.0.0", "x86_64", None)),
+    ("Ascend-hdk-910b-npu-driver_24.1.rc1.b030_linux-aarch64.run", ("driver", "24.1.rc1.b030", "aarch64", "910b")),
+    # Atlas A3 (Atlas 900 A3 SuperPoD / 800T A3)
+    ("Atlas-A3-hdk-npu-driver_24.1.rc3_linux-aarch64.run", ("driver", "24.1.rc3", "aarch64", "a3")),
+    ("Atlas-A3-hdk-npu-firmware_7.5.0.3.220.run", ("firmware", "7.5.0.3.220", None, "a3")),
+    ("Atlas-A3-hdk-npu-driver_25.0.rc1.1_linux-x86_64.run", ("driver", "25.0.rc1.1", "x86_64", "a3")),
+    # 310P, in both spellings, and x86-64
+    ("Ascend-hdk-310p-npu-driver_23.0.0_linux-aarch64.run", ("driver", "23.0.0", "aarch64", "310p")),
+    ("Ascend-hdk-310P-npu-driver_23.0.0_linux-x86-64.run", ("driver", "23.0.0", "x86_64", "310p")),
+    ("Ascend-hdk-310p-npu-firmware_7.1.0.4.220.run", ("firmware", "7.1.0.4.220", None, "310p")),
+    # build-internal and alpha versions are versions in a name too
+    ("Ascend-cann-toolkit_8.3.T5.0.B028_linux-aarch64.run", ("toolkit", "8.3.T5.0.B028", "aarch64", None)),
+    ("Ascend-cann-toolkit_8.0.0.alpha002_linux-aarch64.run", ("toolkit", "8.0.0.alpha002", "aarch64", None)),
+])
+def test_package_file_names(name, expected):
+    parsed = parse_package_filename(name)
+    assert tuple(parsed) == expected
+    assert parsed.kind == expected[0]
+
+
+@pytest.mark.parametrize("name", [
+    "Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.tar.gz",
+    "Ascend-hdk-910b-npu-driver_24.1.rc1.run",
+    "Ascend-cann-toolkit_8.0.0_linux-sparc.run",
+    "Atlas-A3-hdk-npu-driver_24.1.rc3.run",
+    "Atlas-A2-hdk-npu-driver_24.1.rc3_linux-aarch64.run",
+    "random.run",
+    "",
+])
+def test_unknown_package_names(name):
+    with pytest.raises(ValueError, match="not a known Ascend package"):
+        parse_package_filename(name)
+
+
+# ------------------------------------------------------------------ installer output
+
+DRIVER_OK = "Driver package installed successfully! Reboot needed for installation/upgrade to take effect!"
+FIRMWARE_OK = ("Firmware package installed successfully! Reboot now or after driver installation "
+               "for the installation/upgrade to take effect.")
+MISSING_TOOLS = "[ERROR]The list of missing tools: lspci,ifconfig,"
+DKMS = "[ERROR]Dkms install failed, details in : var/log/ascend_seclog/ascend_install.log."
+
+
+IMMEDIATE = "Driver package installed successfully! The new version takes effect immediately."
+FIRMWARE_CHIPS = "The firmware of [8] chips are successfully upgraded."
+
+
+def test_driver_success_asks_for_reboot():
+    out = "Verifying archive integrity...  100%   SHA256 checksums are OK. All good.\n" + DRIVER_OK + "\n"
+    v = classify_installer_output("driver", 0, out)
+    assert v["success"] and v["reboot_hint"] and not v["immediate"]
+    assert v["success_line"] == DRIVER_OK
+    assert v["error"] is None and v["error_lines"] == [] and v["reason"] is None
+
+
+def test_driver_takes_effect_immediately_is_no_reboot_hint():
+    v = classify_installer_output("driver", 0, IMMEDIATE + "\n")
+    assert v["success"] and v["immediate"] and not v["reboot_hint"]
+    assert v["success_line"] == IMMEDIATE
+
+
+def test_non_quiet_driver_output():
+    out = "\n".join([
+        "[Driver] [2025-07-17 10:35:21] [INFO]Start time: 2025-07-17 10:35:21",
+        "[Driver] [2025-07-17 10:35:21] [INFO]LogFile: /var/log/ascend_seclog/ascend_install.log",
+        "[Driver] [2025-07-17 10:35:21] [INFO]OperationLogFile: /var/log/ascend_seclog/operation.log",
+        "[Driver] [2025-07-17 10:35:22] [WARNING]Do not power off or reboot now, the installation/upgrade is running",
+        "[Driver] [2025-07-17 10:35:22] [INFO]driver install type: DKMS",
+        "[Driver] [2025-07-17 10:35:30] [INFO]upgradePercentage:10%",
+        "[Driver] [2025-07-17 10:36:30] [INFO]upgradePercentage:100%",
+        "[Driver] [2025-07-17 10:36:31] [INFO]" + IMMEDIATE,
+    ]) + "\n"
+    v = classify_installer_output("driver", 0, out)
+    assert v["success"] and v["immediate"]
+    # "Do not ... restart the system" is not a request to reboot
+    assert not v["reboot_hint"]
+    assert v["log_path"] == DEFAULT_INSTALL_LOG
+
+
+def test_very_old_driver_wording():
+    v = classify_installer_output("driver", 0, "Driver package install success!\n")
+    assert v["success"] and v["success_line"] == "Driver package install success!"
+
+
+@pytest.mark.parametrize("rc,success", [(0, True), (2, True), (1, False), (3, False), (127, False)])
+def test_firmware_rc_decides(rc, success):
+    out = FIRMWARE_CHIPS + "\n" + FIRMWARE_OK + "\n"
+    v = classify_installer_output("firmware", rc, out)
+    assert v["success"] is success
+    assert v["reboot_hint"] is success
+    if success:
+        assert v["success_line"] == FIRMWARE_CHIPS
+
+
+@pytest.mark.parametrize("rc,success", [(0, True), (2, True), (3, True), (1, False), (126, False), (-9, False)])
+def test_driver_anything_but_1_succeeds(rc, success):
+    v = classify_installer_output("driver", rc, "")
+    assert v["success"] is success
+    assert v["reason"] == (None if success else "rc")
+
+
+def test_quiet_run_without_success_line_succeeds():
+    for kind in ("driver", "firmware", "toolkit", "kernels", "docker_runtime"):
+        v = classify_installer_output(kind, 0, "")
+        assert v["success"], kind
+        assert v["success_line"] is None and not v["reboot_hint"]
+
+
+def test_driver_error_line_fails_whatever_the_rc():
+    v = classify_installer_output("driver", 0, "[Driver] [2025-07-17 10:35:21] [ERROR]Driver install failed\n")
+    assert not v["success"] and v["reason"] == "error"
+    assert v["error"] == "[Driver] [2025-07-17 10:35:21] [ERROR]Driver install failed"
+
+
+def test_firmware_error_line_with_success_rc_is_the_rc_verdict():
+    v = classify_installer_output("firmware", 2, "[Firmware] [2025-07-17 10:35:21] [ERROR]chip 3 busy, retried\n")
+    assert v["success"]
+    assert v["error_lines"]
+
+
+def test_reboot_only_from_a_request_to_reboot():
+    out = "[INFO] no reboot is involved here\n[INFO] Ascend-cann-toolkit install success"
+    v = classify_installer_output("toolkit", 0, out)
+    assert v["success"] and not v["reboot_hint"]
+    v = classify_installer_output("driver", 0, "Driver package upgraded successfully! Reboot required to take effect")
+    assert v["success"] and v["reboot_hint"]
+
+
+def test_a_firmware_line_is_not_a_driver_success_line():
+    v = classify_installer_output("driver", 0, FIRMWARE_OK)
+    assert v["success"]  # the exit code decides
+    assert v["success_line"] is None
+
+
+@pytest.mark.parametrize("kind,line", [
+    ("toolkit", "[Toolkit] [20241130-10:00:01] [INFO] Ascend-cann-toolkit install success"),
+    ("toolkit", "[Toolkit] [20241130-10:00:01] [INFO] Ascend-cann-toolkit upgrade success"),
+    ("kernels", "[Kernels] [20241130-10:00:01] [INFO] Ascend-cann-kernels-910b install success"),
+    ("docker_runtime", "[INFO] Ascend Docker Runtime install success"),
+    ("docker_runtime", "Ascend Docker Runtime installed successfully"),
+])
+def test_other_kinds_success_without_reboot(kind, line):
+    v = classify_installer_output(kind, 0, line + "\n")
+    assert v["success"] and not v["reboot_hint"]
+    assert v["success_line"] == line
+    assert not classify_installer_output(kind, 1, line + "\n")["success"]
+
+
+def test_missing_tools_error_line():
+    v = classify_installer_output("driver", 1, "Verifying archive integrity... All good.\n" + MISSING_TOOLS + "\n")
+    assert not v["success"]
+    assert v["error"] == MISSING_TOOLS
+    assert v["log_path"] is None
+    assert not v["reboot_hint"] and v["reason"] == "rc"
+
+
+def test_dkms_error_names_the_log():
+    v = classify_installer_output("driver", 1, "", DKMS + "\n")
+    assert not v["success"]
+    assert v["error"] == DKMS
+    assert v["log_path"] == DEFAULT_INSTALL_LOG == "/var/log/ascend_seclog/ascend_install.log"
+
+
+def test_first_error_line_and_absolute_log_path():
+    out = "[INFO] start\n[ERROR]first problem\n[ERROR]second, see /var/log/ascend_seclog/other.log\n"
+    v = classify_installer_output("toolkit", 1, out)
+    assert v["error"] == "[ERROR]first problem"
+    assert v["error_lines"] == ["[ERROR]first problem", "[ERROR]second, see /var/log/ascend_seclog/other.log"]
+    assert v["log_path"] == "/var/log/ascend_seclog/other.log"
+
+
+def test_error_line_with_vendor_prefix_quoted_whole():
+    line = ("[Driver] [2024-11-29 10:00:00] [ERROR]Dkms install failed, details in : "
+            "var/log/ascend_seclog/ascend_install.log.")
+    v = classify_installer_output("driver", 1, "[Driver] [2024-11-29 10:00:00] [INFO]start\n" + line + "\n")
+    assert v["error"] == line
+    assert v["log_path"] == DEFAULT_INSTALL_LOG
+
+
+def test_prompt_and_error_on_one_line():
+    prompt = "Do you want to try build driver after input kernel absolute path? [y/n]"
+    v = classify_installer_output("driver", 1, prompt + DKMS + "\n")
+    assert v["prompt"] == prompt and v["reason"] == "prompt"
+    assert v["error"] == DKMS
+
+
+def test_prompt_detected():
+    out = "Do you want to try build driver after input kernel absolute path? [y/n]"
+    v = classify_installer_output("driver", 257, out)
+    assert not v["success"] and v["reason"] == "prompt"
+    assert v["prompt"] == out
+
+
+def test_archive_check_output():
+    ok = "Verifying archive integrity...  100%   SHA256 checksums are OK. All good.\n"
+    assert check_output_ok(0, ok)
+    assert not check_output_ok(1, ok)
+    assert not check_output_ok(2, "Verifying archive integrity...Error in SHA256 checksums: a is different from b\n")
+    assert not check_output_ok(0, "", "Error in MD5 checksums")
+    assert not check_output_ok(0, "[ERROR]archive damaged")
