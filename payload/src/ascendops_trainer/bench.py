@@ -1,7 +1,11 @@
 """`ascendops-train bench`: the same model and batch through our DeepSpeed stack and a plain
 PyTorch loop (same torch AdamW, same schedule, clipping and accumulation), in one run.
 
-- DeepSpeed: exactly what `train` builds (ZeRO stage, bf16 weights + fp32 master in the optimizer).
+- DeepSpeed: exactly what `train` builds (ZeRO stage, bf16 weights + fp32 master in the optimizer,
+  fused kernels on NPU, chunked loss, activation checkpointing as configured).
+- `--bench.mode switches`: that stack once as configured and once with each speed switch flipped
+  (fused RMSNorm/RoPE/SwiGLU, activation checkpointing, loss chunking, ZeRO stage, fused Adam), plus the
+  PyTorch loop: tokens/s and MFU side by side.
 - PyTorch: fp32 weights + torch.autocast(bf16) (PyTorch's standard mixed precision), DDP when
   launched on several ranks, no DeepSpeed.
 
@@ -56,14 +60,19 @@ def _run_deepspeed(cfg: JobConfig, ctx, hf_config, precision: str, batches) -> d
     import torch
 
     from .engine import build_engine, deepspeed_config, load_override
+    from .kernels import npu_kernels, restore_stock_rope
     from .metrics import memory_gib
     from .model import build_model
     from .train import causal_lm_loss, seed_everything
 
-    ds_config = deepspeed_config(cfg, ctx.world_size, precision, load_override(cfg.parallel.deepspeed_config))
+    ds_config = deepspeed_config(cfg, ctx.world_size, precision, load_override(cfg.parallel.deepspeed_config),
+                                 devices_per_node=ctx.launch.local_world_size)
     seed_everything(cfg.train.seed)
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    engine = build_engine(build_model(cfg.model, hf_config, dtype, ds_config, device=ctx.device), cfg, ds_config)
+    restore_stock_rope()  # a previous variant may have patched it
+    kernels = npu_kernels() if ctx.device_type == "npu" else None
+    model = build_model(cfg.model, hf_config, dtype, ds_config, device=ctx.device, kernels=kernels)
+    engine = build_engine(model, cfg, ds_config, ctx.device_type)
     engine.train()
     memory_gib(ctx.device_type)  # reset the peak counter
 
@@ -84,19 +93,23 @@ def _run_torch(cfg: JobConfig, ctx, hf_config, precision: str, batches) -> dict[
     import torch
 
     from .engine import make_optimizer, make_scheduler
+    from .kernels import npu_kernels, restore_stock_rope
     from .metrics import memory_gib
     from .model import build_model
     from .train import causal_lm_loss, seed_everything
 
     seed_everything(cfg.train.seed)
-    model = build_model(cfg.model, hf_config, torch.float32, None, device=ctx.device).to(ctx.device)
+    restore_stock_rope()
+    kernels = npu_kernels() if ctx.device_type == "npu" else None
+    model = build_model(cfg.model, hf_config, torch.float32, None, device=ctx.device,
+                        kernels=kernels).to(ctx.device)
     model.train()
     ddp = ctx.world_size > 1
     if ddp:
         from torch.nn.parallel import DistributedDataParallel
 
         model = DistributedDataParallel(model, device_ids=[ctx.device.index] if ctx.device.index is not None else None)
-    opt = make_optimizer(model.module if ddp else model, cfg)
+    opt = make_optimizer(model.module if ddp else model, cfg, ctx.device_type)
     sched = make_scheduler(opt, cfg)
     amp = (torch.autocast(ctx.device_type, dtype=torch.bfloat16) if precision == "bf16"
            else contextlib.nullcontext())
@@ -125,10 +138,41 @@ def _run_torch(cfg: JobConfig, ctx, hf_config, precision: str, batches) -> dict[
     return out
 
 
+def switch_variants(cfg: JobConfig) -> list[tuple[str, dict[str, Any]]]:
+    """(label, overrides) for `bench.mode switches`: our stack as configured, then each speed switch
+    flipped in turn, so their effect shows side by side."""
+    m, p = cfg.model, cfg.parallel
+    out: list[tuple[str, dict[str, Any]]] = [("deepspeed", {})]
+    fused = {"fused_rms_norm": m.fused_rms_norm, "fused_rope": m.fused_rope, "fused_swiglu": m.fused_swiglu}
+    for name, on in fused.items():
+        out.append((f"{name}={'off' if on else 'on'}", {f"model.{name}": not on}))
+    out.append(("activation_ckpt=" + ("off" if m.activation_checkpointing else "on"),
+                {"model.activation_checkpointing": not m.activation_checkpointing}))
+    if m.activation_checkpointing and m.checkpoint_every == 1:
+        out.append(("checkpoint_every=2", {"model.checkpoint_every": 2}))
+    out.append(("loss_chunk=" + ("off" if m.loss_chunk_tokens else "4096"),
+                {"model.loss_chunk_tokens": 0 if m.loss_chunk_tokens else 4096}))
+    for stage in (1, 2, 3):
+        if stage != p.zero_stage:
+            out.append((f"zero_stage={stage}", {"parallel.zero_stage": stage}))
+    out.append(("fused_adam=" + ("off" if p.fused_adam else "on"), {"parallel.fused_adam": not p.fused_adam}))
+    return out
+
+
+def _variant(cfg: JobConfig, overrides: dict[str, Any]) -> JobConfig:
+    import copy
+
+    v = copy.deepcopy(cfg)
+    for key, val in overrides.items():
+        section, name = key.split(".", 1)
+        setattr(getattr(v, section), name, val)
+    return v
+
+
 def bench(cfg: JobConfig) -> int:
     import torch
 
-    from .engine import resolve_precision
+    from .engine import device_memory_bytes, resolve_precision, resolve_zero_stage
     from .metrics import achieved_tflops, flops_per_token_for, mfu, resolve_peak_tflops
     from .model import build_hf_config, param_counts
     from .parallel import device_name, init_distributed, launch_info, shutdown
@@ -138,7 +182,9 @@ def bench(cfg: JobConfig) -> int:
     ctx = init_distributed(cfg.parallel.device, cfg.parallel.dist_timeout_s)
     precision = resolve_precision(cfg.train.precision, ctx.device_type)
     ga = grad_accum_steps(cfg, ctx.world_size)
-    hf_config = build_hf_config(cfg.model)
+    hf_config = build_hf_config(cfg.model, ctx.device_type)
+    cfg.parallel.zero_stage = resolve_zero_stage(cfg, ctx.world_size, param_counts(hf_config).total, precision,
+                                                 device_memory_bytes(ctx.device_type, ctx.launch.local_world_size))
     seq_len, micro = cfg.data.seq_len, cfg.train.micro_batch_size
     fpt = flops_per_token_for(hf_config, seq_len)
     dev = device_name(ctx.device_type)
@@ -151,13 +197,21 @@ def bench(cfg: JobConfig) -> int:
 
     # Plain PyTorch first: DeepSpeed leaves helper threads behind that would slow a later CPU run.
     results: dict[str, dict[str, Any]] = {}
-    if cfg.bench.mode in ("both", "torch"):
+    if cfg.bench.mode in ("both", "torch", "switches"):
         results["torch"] = _run_torch(cfg, ctx, hf_config, precision, batches)
         _free(ctx.device_type)
     if cfg.bench.mode in ("both", "deepspeed"):
         results["deepspeed"] = _run_deepspeed(cfg, ctx, hf_config, precision, batches)
         _free(ctx.device_type)
-    results = {k: results[k] for k in ("deepspeed", "torch") if k in results}
+    if cfg.bench.mode == "switches":
+        for label, overrides in switch_variants(cfg):
+            try:
+                results[label] = _run_deepspeed(_variant(cfg, overrides), ctx, hf_config, precision, batches)
+            except Exception as e:  # noqa: BLE001 - one variant failing (e.g. out of memory) must not hide the rest
+                results[label] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}
+            _free(ctx.device_type)
+    order = [k for k in results if k != "torch"] + (["torch"] if "torch" in results else [])
+    results = {k: results[k] for k in order}
     for r in results.values():
         if "seconds" in r:
             r["tokens_per_s_per_device"] = cfg.bench.steps * tokens_per_step / r["seconds"]
@@ -196,14 +250,14 @@ def format_summary(s: dict[str, Any]) -> str:
         f"device: {s['device']}; peak {peak} TFLOPS/device ({s['peak_source']}); "
         f"{s['flops_per_token'] / 1e9:.3f} GFLOP/token (PaLM, N without input embedding); "
         f"{s['steps']} timed steps after {s['warmup_steps']} warm-up",
-        f"{'stack':<10} {'tokens/s/dev':>13} {'TFLOPS/dev':>11} {'MFU':>7} {'s/step':>8} {'mem GiB':>8} {'loss':>7}",
+        f"{'stack':<24} {'tokens/s/dev':>13} {'TFLOPS/dev':>11} {'MFU':>7} {'s/step':>8} {'mem GiB':>8} {'loss':>7}",
     ]
     for name, r in s["results"].items():
         if "seconds" not in r:
-            lines.append(f"{name:<10} {r.get('error', 'failed')}")
+            lines.append(f"{name:<24} {r.get('error', 'failed')}")
             continue
         m = f"{r['mfu'] * 100:6.2f}%" if r["mfu"] is not None else "    n/a"
-        lines.append(f"{name:<10} {r['tokens_per_s_per_device']:>13,.0f} {r['tflops_per_device']:>11.3f} {m:>7} "
+        lines.append(f"{name:<24} {r['tokens_per_s_per_device']:>13,.0f} {r['tflops_per_device']:>11.3f} {m:>7} "
                      f"{r['step_s']:>8.3f} {r['mem_gib']:>8.2f} {r['loss']:>7.3f}")
     if s["ratio_deepspeed_over_torch"] is not None:
         lines.append(f"ratio deepspeed/torch tokens/s: {s['ratio_deepspeed_over_torch']:.3f}")
