@@ -34,7 +34,7 @@ def test_defaults_and_debug_preset():
     cfg = build_config({})
     assert cfg.model.preset == "debug" and cfg.data.seq_len == 64 and cfg.train.steps == 40
     big = build_config({"model.preset": "llama3-8b"})
-    assert big.data.seq_len == 8192 and big.train.micro_batch_size == 1 and big.parallel.zero_stage == 3
+    assert big.data.seq_len == 8192 and big.train.micro_batch_size == 1 and big.parallel.zero_stage == "auto"
 
 
 def test_precedence_preset_file_flags(tmp_path):
@@ -56,7 +56,7 @@ def test_precedence_preset_file_flags(tmp_path):
      "train.global_batch_size (10) is not divisible by train.micro_batch_size (4)"),
     ({"train.steps": "ten"}, "train.steps='ten' is not a valid int"),
     ({"train.stpes": "3"}, "unknown config key 'train.stpes'; did you mean 'train.steps'?"),
-    ({"parallel.zero_stage": "4"}, "parallel.zero_stage must be 0, 1, 2 or 3"),
+    ({"parallel.zero_stage": "4"}, "parallel.zero_stage must be 0, 1, 2, 3 or auto"),
     ({"train.precision": "fp16"}, "train.precision must be one of"),
     ({"optim.min_lr": "1", "optim.lr": "0.1"}, "optim.min_lr (1.0) <= optim.lr (0.1)"),
     ({"model.activation_checkpointing": "maybe"}, "model.activation_checkpointing='maybe' is not a valid bool"),
