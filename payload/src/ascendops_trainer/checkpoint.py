@@ -225,14 +225,15 @@ class CheckpointManager:
                 "checkpoint.dir (the LR schedule, optimizer moments and data position start over)")
         return state
 
-    def load(self, engine, zero_stage: int | None = None) -> tuple[str, dict[str, Any]] | None:
-        """Load the newest checkpoint into the engine; restores this rank's RNG. Returns (tag, trainer_state)."""
+    def load(self, engine, tag: str | None = None) -> tuple[str, dict[str, Any]] | None:
+        """Load a checkpoint (default: the newest) into the engine; restores this rank's RNG.
+        Returns (tag, trainer_state)."""
         import torch
 
-        tag = self.resume_tag()
+        tag = tag or self.resume_tag()
         if tag is None:
             return None
-        self.check_compatible(tag, engine.zero_optimization_stage() if zero_stage is None else zero_stage)
+        self.check_compatible(tag, engine.zero_optimization_stage())
         path, _ = engine.load_checkpoint(str(self.dir), tag=tag, load_optimizer_states=True,
                                          load_lr_scheduler_states=True)
         if path is None:

@@ -154,6 +154,12 @@ def train(cfg: JobConfig) -> int:
         log.info("document masking off: attention %s %s", attn, "cannot mask packed documents"
                  if attn != "flash_attention_2" else "but the data has no document boundaries")
 
+    hf_config_dict = hf_config.to_dict()
+    ckpt = ck.CheckpointManager(cfg.checkpoint_dir, cfg.checkpoint.keep, cfg.checkpoint.shared_fs, ctx, hf_config_dict)
+    resume_tag = ckpt.resume_tag() if cfg.checkpoint.resume else None
+    if resume_tag is not None:  # refuse an incompatible checkpoint before the slow model build
+        ckpt.check_compatible(resume_tag, cfg.parallel.zero_stage)
+
     seed_everything(cfg.train.seed)  # same seed on every rank: identical init (ZeRO-3 inits on rank 0 anyway)
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     kernels = npu_kernels() if ctx.device_type == "npu" else None
@@ -165,12 +171,10 @@ def train(cfg: JobConfig) -> int:
     if val is not None and val.num_tokens == 0:
         raise ConfigError(f"train.eval_interval is set but {cfg.data.path} has no validation split "
                           "(prepare it with --val-fraction)")
-    hf_config_dict = hf_config.to_dict()
-    ckpt = ck.CheckpointManager(cfg.checkpoint_dir, cfg.checkpoint.keep, cfg.checkpoint.shared_fs, ctx, hf_config_dict)
 
     step, tokens_seen = 0, 0
-    if cfg.checkpoint.resume:
-        restored = ckpt.load(engine, cfg.parallel.zero_stage)
+    if resume_tag is not None:
+        restored = ckpt.load(engine, resume_tag)
         if restored:
             tag, state = restored
             step, tokens_seen = int(state["step"]), int(state["tokens_seen"])
