@@ -251,14 +251,16 @@ def test_warmup_cosine_schedule():
 def test_prepare_index_and_shards(prepared):
     from transformers import AutoTokenizer
 
-    from ascendops_trainer.data import TokenDataset
+    from ascendops_trainer.data import TokenDataset, is_val_document
 
     ds = TokenDataset(prepared["data"])
     idx = ds.index
-    assert idx["num_documents"] == 400 and len(idx["shards"]) >= 2 and idx["dtype"] == "uint16"
+    assert idx["num_documents"] + idx["val_num_documents"] == 400 and idx["val_num_documents"] > 0
+    assert len(idx["shards"]) >= 2 and idx["dtype"] == "uint16"
     assert ds.num_tokens == sum(s["num_tokens"] for s in idx["shards"]) == idx["num_tokens"]
     tok = AutoTokenizer.from_pretrained(prepared["tokenizer"], local_files_only=True)
-    first_doc = open(prepared["files"][0]).read().split("\n\n")[0]
+    docs = open(prepared["files"][0]).read().split("\n\n")
+    first_doc = next(d for i, d in enumerate(docs) if not is_val_document(i, 0.05))  # the first training one
     ids = tok(first_doc)["input_ids"] + [tok.eos_token_id]
     assert ids[0] == tok.bos_token_id
     assert ds.tokens(0, len(ids)).tolist() == ids  # BOS ... EOS, in order
