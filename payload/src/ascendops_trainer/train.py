@@ -68,16 +68,22 @@ def _lm_head(model):
 
 
 def causal_lm_loss(engine_or_model, batch, position_ids=None):
-    """Mean next-token cross-entropy, softmax in fp32 (bf16 logsumexp is lossy, and absent on NPU).
+    """Mean next-token cross-entropy of a [micro, seq + 1] batch, softmax in fp32 (bf16 logsumexp is
+    lossy, and absent on NPU).
 
     With model.loss_chunk_tokens the lm_head computes the loss itself, chunk by chunk (kernels.py):
-    the full [tokens x vocab] fp32 logits never exist. position_ids (packed documents) go to the
-    attention kernel, which then attends within each document only.
+    the full [tokens x vocab] fp32 logits never exist. With position_ids ([micro, seq + 1], restarting
+    at every document: document masking) the micro-batch is packed into one row of micro x seq
+    inputs whose positions restart at every sample and document; transformers then hands the implied
+    sequence lengths to the varlen flash-attention kernel, so attention stays inside each document.
     """
     import torch.nn.functional as F
 
     inputs, targets = batch[:, :-1], batch[:, 1:]
-    kwargs = {} if position_ids is None else {"position_ids": position_ids}
+    kwargs = {}
+    if position_ids is not None:
+        inputs, targets = inputs.reshape(1, -1), targets.reshape(1, -1)
+        kwargs["position_ids"] = position_ids[:, :-1].reshape(1, -1)  # the last token is only a target
     head = _lm_head(engine_or_model)
     if hasattr(head, "_ascendops_targets"):
         head._ascendops_targets = targets
@@ -87,16 +93,6 @@ def causal_lm_loss(engine_or_model, batch, position_ids=None):
             head._ascendops_targets = None
     logits = engine_or_model(input_ids=inputs, **kwargs).logits
     return F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), targets.reshape(-1))
-
-
-def model_inputs(batch, positions, packed: bool):
-    """(batch, position_ids) for the forward. For document masking (flash attention on NPU), the
-    micro-batch is packed into one row [1, micro x (seq+1)] whose positions restart at every document
-    and every sample: transformers passes the implied cumulative lengths to the varlen kernel."""
-    if not packed:
-        return batch, None
-    # a sample's last token is only a target: drop its position so inputs and positions line up
-    return batch.reshape(1, -1), positions[:, :-1].reshape(1, -1)
 
 
 EXIT_NONFINITE = 4  # stopped: loss or gradient norm not finite; nothing saved after the last good step
@@ -289,8 +285,7 @@ def train(cfg: JobConfig) -> int:
         with torch.no_grad():  # every rank runs the same number of batches: ZeRO-3 gathers collectively
             for _ in range(cfg.train.eval_batches):
                 b, pos = vl.next_batch()
-                b, pos = model_inputs(b.to(ctx.device), None if pos is None else pos.to(ctx.device), packed)
-                acc += causal_lm_loss(engine, b, pos).float()
+                acc += causal_lm_loss(engine, b.to(ctx.device), None if pos is None else pos.to(ctx.device)).float()
         engine.train()
         if ctx.world_size > 1:
             dist.all_reduce(acc)
@@ -315,7 +310,7 @@ def train(cfg: JobConfig) -> int:
             batch, pos = loader.next_batch()  # [micro, seq_len + 1] int64 from memory-mapped shards
             data_wait += time.perf_counter() - t0
             batch = batch.to(ctx.device, non_blocking=True)  # a few KiB: not worth pinning
-            batch, pos = model_inputs(batch, None if pos is None else pos.to(ctx.device, non_blocking=True), packed)
+            pos = None if pos is None else pos.to(ctx.device, non_blocking=True)  # only with document masking
             loss = causal_lm_loss(engine, batch, pos)
             engine.backward(loss)
             engine.step()  # optimizer + LR schedule step at the accumulation boundary only
