@@ -291,3 +291,46 @@ def test_old_version1_data_dir_still_loads(prepared, tmp_path):
     ds = TokenDataset(str(d))
     assert not ds.has_boundaries and ds.num_tokens == idx["num_tokens"]
     assert TokenDataset(str(d), split="val").num_tokens == 0
+
+
+def test_packed_documents_line_up_inputs_targets_and_positions():
+    """Document masking packs a micro-batch into one row. With an attention that masks by the position
+    ids' segments (what the varlen flash kernel does on NPU), the packed loss equals the loss of the
+    samples run separately, and a document boundary inside a sample cuts attention there."""
+    import torch
+    import torch.nn.functional as F
+    from transformers import AttentionInterface
+
+    from ascendops_trainer.model import build_model
+    from ascendops_trainer.train import causal_lm_loss
+
+    def segment_sdpa(module, q, k, v, attention_mask, scaling=None, dropout=0.0, **kwargs):
+        pos = kwargs["position_ids"][0]
+        seg = torch.cumsum((pos == 0).long(), 0)
+        n = pos.numel()
+        causal = torch.ones(n, n, dtype=torch.bool).tril()
+        mask = causal & (seg[:, None] == seg[None, :])
+        k = k.repeat_interleave(q.size(1) // k.size(1), dim=1)
+        v = v.repeat_interleave(q.size(1) // v.size(1), dim=1)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scaling)
+        return out.transpose(1, 2).contiguous(), None
+
+    AttentionInterface.register("ascendops_test_segment_sdpa", segment_sdpa)
+    cfg = build_config({"model.attn_implementation": "sdpa"})
+    hf = build_hf_config(cfg.model, "cpu")
+    torch.manual_seed(0)
+    ref = build_model(cfg.model, hf, torch.float32).eval()
+    hf_seg = build_hf_config(cfg.model, "cpu")
+    hf_seg._attn_implementation = "ascendops_test_segment_sdpa"
+    seg = build_model(cfg.model, hf_seg, torch.float32).eval()
+    seg.load_state_dict(ref.state_dict())
+    batch = torch.randint(0, 512, (3, 17), generator=torch.Generator().manual_seed(4))
+    whole = torch.arange(17).repeat(3, 1)  # each sample one document
+    with torch.no_grad():
+        torch.testing.assert_close(causal_lm_loss(seg, batch, whole), causal_lm_loss(ref, batch))
+        # sample 0 holds two documents, split after token 8: same as running them separately
+        split = whole.clone()
+        split[0, 9:] = torch.arange(8)
+        a, b = batch[:1, :10], batch[:1, 9:]
+        parts = [causal_lm_loss(ref, a) * 9, causal_lm_loss(ref, b) * 7, causal_lm_loss(ref, batch[1:]) * 32]
+        torch.testing.assert_close(causal_lm_loss(seg, batch, split), sum(parts) / 48)
