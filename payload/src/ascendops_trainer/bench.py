@@ -170,6 +170,9 @@ def _variant(cfg: JobConfig, overrides: dict[str, Any]) -> JobConfig:
 
 
 def bench(cfg: JobConfig) -> int:
+    from .parallel import apply_npu_env
+
+    apply_npu_env()  # before torch is imported (torch autoloads torch_npu, which reads them at import)
     import torch
 
     from .engine import device_memory_bytes, resolve_precision, resolve_zero_stage

@@ -320,9 +320,7 @@ def init_distributed(requested_device: str = "auto", timeout_s: int = 1800) -> D
     """Check the rank table, pick the device, start the process group (and DeepSpeed's view of it)."""
     launch = launch_info()
     server = check_rank_table_env(launch)  # before any collective: a bad table must not hang us
-    npu_env = apply_npu_env()  # before torch_npu is imported (it reads them at import)
-    if npu_env and launch.is_main:
-        log.info("NPU environment set (override by exporting them): %s", npu_env)
+    apply_npu_env()  # no-op when train/bench set them already, before importing torch
 
     device_type = detect_device(requested_device)
     # DeepSpeed picks its accelerator at import; make it agree with our choice.

@@ -99,6 +99,9 @@ EXIT_NONFINITE = 4  # stopped: loss or gradient norm not finite; nothing saved a
 
 
 def train(cfg: JobConfig) -> int:
+    from .parallel import apply_npu_env
+
+    npu_env = apply_npu_env()  # before torch is imported: torch autoloads torch_npu, which reads them at import
     import torch
     import torch.distributed as dist
 
@@ -126,6 +129,8 @@ def train(cfg: JobConfig) -> int:
 
     stop = StopFlag().install()  # before the slow start-up: a SIGTERM then still ends cleanly
     setup_logging(launch_info().is_main)
+    if npu_env and launch_info().is_main:
+        log.info("NPU environment set (export a variable to override it): %s", npu_env)
     if not cfg.data.path:
         raise ConfigError("data.path is required: the directory written by `ascendops-train prepare`")
     ctx = init_distributed(cfg.parallel.device, cfg.parallel.dist_timeout_s)
