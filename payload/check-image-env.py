@@ -14,6 +14,7 @@ Standard library only: it runs on a bare base image.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -36,8 +37,10 @@ def _pinned_torch(requirements: str) -> str | None:
 
 
 def _probe(code: str) -> str | None:
-    """Run `code` in a fresh interpreter (torch_npu may abort the process without CANN's env)."""
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    """Run `code` in a fresh interpreter (torch_npu may abort the process without CANN's env).
+    torch's device-backend autoload is off: importing torch must not need CANN's set_env.sh."""
+    env = {**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
