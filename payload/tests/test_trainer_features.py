@@ -334,3 +334,30 @@ def test_packed_documents_line_up_inputs_targets_and_positions():
         a, b = batch[:1, :10], batch[:1, 9:]
         parts = [causal_lm_loss(ref, a) * 9, causal_lm_loss(ref, b) * 7, causal_lm_loss(ref, batch[1:]) * 32]
         torch.testing.assert_close(causal_lm_loss(seg, batch, split), sum(parts) / 48)
+
+
+def test_image_env_check_names_what_is_needed(monkeypatch):
+    import importlib.util
+    from pathlib import Path
+
+    payload = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("check_image_env", payload / "check-image-env.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    req = str(payload / "requirements.txt")
+
+    def image(torch_v, npu_v):
+        monkeypatch.setattr(mod, "_probe", lambda code: torch_v if "torch.__version__" in code else npu_v)
+
+    image("2.6.0", "2.6.0.post3")
+    assert mod.check(req, torch_from_image=True) == []
+    image("2.5.1", "2.5.1")
+    assert any("older than 2.6, which transformers 5 needs" in p for p in mod.check(req, True))
+    image("2.7.1+cpu", "2.6.0")
+    assert any("torch_npu 2.6.0 is built for torch 2.6, but the image has torch 2.7.1+cpu" in p
+               for p in mod.check(req, True))
+    image(None, None)
+    assert any("`import torch` fails" in p for p in mod.check(req, True))
+    assert mod.check(req, torch_from_image=False) == []  # torch comes from TORCH_SPEC
+    monkeypatch.setattr(mod.sys, "version_info", (3, 9, 18))
+    assert any("Python 3.9 is too old" in p for p in mod.check(req, False))
