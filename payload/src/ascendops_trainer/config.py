@@ -122,6 +122,7 @@ class BenchConfig:
     steps: int = 10  # timed optimizer steps per stack
     warmup_steps: int = 3  # untimed steps first (allocator, kernels, caches)
     mode: str = "both"  # both | deepspeed | torch | switches (each speed switch off in turn, side by side)
+    rounds: int = 1  # alternate the stacks this many times (torch, ours, torch, ours...); medians are reported
 
 
 @dataclass
@@ -351,8 +352,8 @@ def validate(cfg: JobConfig) -> None:
         raise ConfigError("metrics.log_interval must be >= 1")
     if cfg.bench.mode not in BENCH_MODES:
         raise ConfigError(f"bench.mode must be one of {BENCH_MODES}, got '{cfg.bench.mode}'")
-    if cfg.bench.steps < 1 or cfg.bench.warmup_steps < 0:
-        raise ConfigError("bench.steps must be >= 1 and bench.warmup_steps >= 0")
+    if cfg.bench.steps < 1 or cfg.bench.warmup_steps < 0 or cfg.bench.rounds < 1:
+        raise ConfigError("bench.steps and bench.rounds must be >= 1 and bench.warmup_steps >= 0")
 
 
 def grad_accum_steps(cfg: JobConfig, dp_size: int) -> int:
