@@ -29,8 +29,10 @@ from .config import JobConfig, grad_accum_steps
 log = logging.getLogger("ascendops_trainer.bench")
 
 
-def _timed(step_fn: Callable[[], Any], warmup: int, steps: int, ctx) -> tuple[float, float]:
-    """Seconds for `steps` steps after `warmup` untimed ones (slowest rank), and the last loss."""
+def _timed(step_fn: Callable[[], Any], warmup: int, steps: int, ctx) -> tuple[float, float, float]:
+    """Seconds for `steps` steps after `warmup` untimed ones (slowest rank), the last loss, and the
+    CPU seconds this process used meanwhile (all its threads; on a CPU run that is the work itself,
+    unaffected by other jobs competing for the cores)."""
     import torch.distributed as dist
 
     from .parallel import all_gather_object, synchronize
@@ -39,13 +41,13 @@ def _timed(step_fn: Callable[[], Any], warmup: int, steps: int, ctx) -> tuple[fl
         step_fn()
     synchronize(ctx.device_type)  # SYNC: timing starts on an idle device
     dist.barrier()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     loss = None
     for _ in range(steps):
         loss = step_fn()
     synchronize(ctx.device_type)  # SYNC: wait for the last step's kernels
-    dt = time.perf_counter() - t0
-    return max(all_gather_object(dt, ctx)), float(loss)  # SYNC: loss to host (after timing)
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return max(all_gather_object(dt, ctx)), float(loss), max(all_gather_object(cpu, ctx))  # SYNC: loss to host
 
 
 def _free(device_type: str) -> None:
@@ -83,8 +85,8 @@ def _run_deepspeed(cfg: JobConfig, ctx, hf_config, precision: str, batches) -> d
             engine.step()
         return loss.detach()
 
-    dt, loss = _timed(step, cfg.bench.warmup_steps, cfg.bench.steps, ctx)
-    out = {"seconds": dt, "loss": loss, "mem_gib": memory_gib(ctx.device_type)}
+    dt, loss, cpu = _timed(step, cfg.bench.warmup_steps, cfg.bench.steps, ctx)
+    out = {"seconds": dt, "cpu_seconds": cpu, "loss": loss, "mem_gib": memory_gib(ctx.device_type)}
     engine.destroy()
     return out  # the engine goes out of scope here; bench() then frees device memory
 
@@ -131,8 +133,8 @@ def _run_torch(cfg: JobConfig, ctx, hf_config, precision: str, batches) -> dict[
         return loss.detach()
 
     try:
-        dt, loss = _timed(step, cfg.bench.warmup_steps, cfg.bench.steps, ctx)
-        out = {"seconds": dt, "loss": loss, "mem_gib": memory_gib(ctx.device_type)}
+        dt, loss, cpu = _timed(step, cfg.bench.warmup_steps, cfg.bench.steps, ctx)
+        out = {"seconds": dt, "cpu_seconds": cpu, "loss": loss, "mem_gib": memory_gib(ctx.device_type)}
     except torch.OutOfMemoryError as e:
         out = {"error": f"out of memory: {str(e).splitlines()[0]}"}
     return out
@@ -214,6 +216,8 @@ def bench(cfg: JobConfig) -> int:
         results[name] = dict(ok[len(ok) // 2]) if ok else rs[0]  # the median round
         if len(rs) > 1:
             results[name]["round_seconds"] = [r.get("seconds") for r in rs]
+            cpus = sorted(r["cpu_seconds"] for r in rs if "cpu_seconds" in r)
+            results[name]["cpu_seconds"] = cpus[len(cpus) // 2] if cpus else None
     if cfg.bench.mode == "switches":
         for label, overrides in switch_variants(cfg):
             try:
@@ -232,6 +236,9 @@ def bench(cfg: JobConfig) -> int:
     ds, pt = results.get("deepspeed", {}), results.get("torch", {})
     ratio = (ds["tokens_per_s_per_device"] / pt["tokens_per_s_per_device"]
              if "seconds" in ds and "seconds" in pt else None)
+    # CPU runs: the same ratio in process CPU time (stable on a shared machine; wall time is what counts on a device)
+    ratio_cpu = (pt["cpu_seconds"] / ds["cpu_seconds"] if ctx.device_type == "cpu" and ds.get("cpu_seconds")
+                 and pt.get("cpu_seconds") else None)
 
     summary = {
         "model": cfg.model.hf_dir or cfg.model.preset, "layers": hf_config.num_hidden_layers,
@@ -241,7 +248,7 @@ def bench(cfg: JobConfig) -> int:
         "device": dev, "peak_tflops_per_device": peak, "peak_source": peak_src,
         "steps": cfg.bench.steps, "warmup_steps": cfg.bench.warmup_steps, "rounds": cfg.bench.rounds,
         "results": results,
-        "ratio_deepspeed_over_torch": ratio,
+        "ratio_deepspeed_over_torch": ratio, "ratio_deepspeed_over_torch_cpu_time": ratio_cpu,
     }
     if ctx.is_main:
         print(format_summary(summary), flush=True)
@@ -274,4 +281,6 @@ def format_summary(s: dict[str, Any]) -> str:
                      f"{r['step_s']:>8.3f} {r['mem_gib']:>8.2f} {r['loss']:>7.3f}")
     if s["ratio_deepspeed_over_torch"] is not None:
         lines.append(f"ratio deepspeed/torch tokens/s: {s['ratio_deepspeed_over_torch']:.3f}")
+    if s.get("ratio_deepspeed_over_torch_cpu_time") is not None:
+        lines.append(f"ratio deepspeed/torch, process CPU time: {s['ratio_deepspeed_over_torch_cpu_time']:.3f}")
     return "\n".join(lines)
