@@ -199,6 +199,8 @@ def test_bench_switches_side_by_side_without_torchrun(tmp_path):
         assert r["mfu"] == pytest.approx(r["tflops_per_device"] / res["peak_tflops_per_device"])
     assert res["ratio_deepspeed_over_torch"] == pytest.approx(
         res["results"]["deepspeed"]["tokens_per_s_per_device"] / res["results"]["torch"]["tokens_per_s_per_device"])
+    assert res["ratio_deepspeed_over_torch_cpu_time"] == pytest.approx(
+        res["results"]["torch"]["cpu_seconds"] / res["results"]["deepspeed"]["cpu_seconds"])
     assert "ratio deepspeed/torch tokens/s:" in proc.stdout and "checkpoint_every=2" in proc.stdout
     assert Path(tmp_path / "bench.json").is_file()
 
