@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU benchmark on one CUDA device (H100/H200): Llama 3 8B shapes with 2 decoder layers, bf16,
-# seq 8192, DeepSpeed ZeRO-3 vs a plain PyTorch loop; prints tokens/s, TFLOPS and MFU against the
-# table peak (989 TFLOPS dense bf16 for H100 SXM/H200). A few minutes in all, most of it start-up.
+# seq 8192, our DeepSpeed stack (ZeRO stage auto: 2 for this size) vs a plain PyTorch loop; prints
+# tokens/s, TFLOPS and MFU against the table peak (989 TFLOPS dense bf16 for H100 SXM/H200). A few
+# minutes in all, most of it start-up.
 #
 #   bash payload/bench-gpu.sh [extra ascendops-train bench flags]
 #

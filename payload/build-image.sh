@@ -7,6 +7,7 @@
 #   BASE_IMAGE   base image (default localhost/ascendops-sim-base:bookworm; an Ascend PyTorch image on real clusters)
 #   TORCH_SPEC   torch to install (default torch==2.13.0+cpu from WHEEL_DIR; "" keeps the base image's torch)
 #   WHEEL_DIR    local wheel directory mounted into the build (default /opt/wheels)
+#   PYTHON       interpreter in the base image (default python3)
 #   IMAGE_TAG    tag of the built image (default localhost/ascendops-trainer:latest)
 #   CA_BUNDLE    CA bundle pip should trust inside the build (default: $PIP_CERT or $SSL_CERT_FILE when
 #                set, i.e. the host's bundle, needed behind a TLS-inspecting proxy; "none" to disable)
@@ -25,6 +26,14 @@ if ! podman image exists "$BASE_IMAGE"; then
     echo "build-image.sh: base image $BASE_IMAGE is not in local podman storage (nothing is pulled)" >&2
     exit 2
 fi
+# Preflight in the base image: its Python (and, with TORCH_SPEC="", its torch/torch_npu) against the pins.
+check_args=()
+[ -z "$TORCH_SPEC" ] && check_args+=(--torch-from-image)
+if ! podman run --rm --pull=never --entrypoint "${PYTHON:-python3}" --volume "$HERE:/payload:ro" \
+        "$BASE_IMAGE" /payload/check-image-env.py /payload/requirements.txt "${check_args[@]}"; then
+    echo "build-image.sh: the base image $BASE_IMAGE does not fit the trainer's pins (see the lines above)" >&2
+    exit 2
+fi
 CA_BUNDLE=${CA_BUNDLE:-${PIP_CERT:-${SSL_CERT_FILE:-}}}
 volumes=()
 build_args=()
@@ -41,6 +50,7 @@ fi
 
 podman build --pull=never \
     --file "$HERE/Containerfile" \
+    --build-arg "PYTHON=${PYTHON:-python3}" \
     --build-arg "BASE_IMAGE=$BASE_IMAGE" \
     --build-arg "TORCH_SPEC=$TORCH_SPEC" \
     "${build_args[@]}" \

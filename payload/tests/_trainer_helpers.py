@@ -40,7 +40,7 @@ def torchrun_cmd(args: list[str], nproc: int = 2) -> list[str]:
 
 def train_args(data: str | Path, run_dir: str | Path, *extra: str) -> list[str]:
     return ["train", "--preset", "debug", "--data", str(data), "--run-dir", str(run_dir),
-            "--steps", str(STEPS), "--checkpoint.interval", str(CKPT_INTERVAL), *extra]
+            "--steps", str(STEPS), "--checkpoint.interval", str(CKPT_INTERVAL), "--zero-stage", "3", *extra]
 
 
 def read_metrics(run_dir: str | Path) -> dict[int, dict]:

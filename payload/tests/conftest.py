@@ -27,7 +27,7 @@ def prepared(tmp_path_factory) -> dict[str, str]:
     files = write_corpus(str(root / "corpus"))
     tok = write_tokenizer(str(root / "tokenizer"), documents())
     data = str(root / "data")
-    prepare(files, tok, data, shard_tokens=8000)  # several shards: samples cross shard boundaries
+    prepare(files, tok, data, shard_tokens=8000, val_fraction=0.05)  # several shards: samples cross them
     return {"root": str(root), "files": files, "tokenizer": tok, "data": data}
 
 

@@ -34,7 +34,7 @@ def test_defaults_and_debug_preset():
     cfg = build_config({})
     assert cfg.model.preset == "debug" and cfg.data.seq_len == 64 and cfg.train.steps == 40
     big = build_config({"model.preset": "llama3-8b"})
-    assert big.data.seq_len == 8192 and big.train.micro_batch_size == 1 and big.parallel.zero_stage == 3
+    assert big.data.seq_len == 8192 and big.train.micro_batch_size == 1 and big.parallel.zero_stage == "auto"
 
 
 def test_precedence_preset_file_flags(tmp_path):
@@ -56,7 +56,7 @@ def test_precedence_preset_file_flags(tmp_path):
      "train.global_batch_size (10) is not divisible by train.micro_batch_size (4)"),
     ({"train.steps": "ten"}, "train.steps='ten' is not a valid int"),
     ({"train.stpes": "3"}, "unknown config key 'train.stpes'; did you mean 'train.steps'?"),
-    ({"parallel.zero_stage": "4"}, "parallel.zero_stage must be 0, 1, 2 or 3"),
+    ({"parallel.zero_stage": "4"}, "parallel.zero_stage must be 0, 1, 2, 3 or auto"),
     ({"train.precision": "fp16"}, "train.precision must be one of"),
     ({"optim.min_lr": "1", "optim.lr": "0.1"}, "optim.min_lr (1.0) <= optim.lr (0.1)"),
     ({"model.activation_checkpointing": "maybe"}, "model.activation_checkpointing='maybe' is not a valid bool"),
@@ -251,14 +251,16 @@ def test_warmup_cosine_schedule():
 def test_prepare_index_and_shards(prepared):
     from transformers import AutoTokenizer
 
-    from ascendops_trainer.data import TokenDataset
+    from ascendops_trainer.data import TokenDataset, is_val_document
 
     ds = TokenDataset(prepared["data"])
     idx = ds.index
-    assert idx["num_documents"] == 400 and len(idx["shards"]) >= 2 and idx["dtype"] == "uint16"
+    assert idx["num_documents"] + idx["val_num_documents"] == 400 and idx["val_num_documents"] > 0
+    assert len(idx["shards"]) >= 2 and idx["dtype"] == "uint16"
     assert ds.num_tokens == sum(s["num_tokens"] for s in idx["shards"]) == idx["num_tokens"]
     tok = AutoTokenizer.from_pretrained(prepared["tokenizer"], local_files_only=True)
-    first_doc = open(prepared["files"][0]).read().split("\n\n")[0]
+    docs = open(prepared["files"][0]).read().split("\n\n")
+    first_doc = next(d for i, d in enumerate(docs) if not is_val_document(i, 0.05))  # the first training one
     ids = tok(first_doc)["input_ids"] + [tok.eos_token_id]
     assert ids[0] == tok.bos_token_id
     assert ds.tokens(0, len(ids)).tolist() == ids  # BOS ... EOS, in order

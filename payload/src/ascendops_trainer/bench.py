@@ -1,7 +1,11 @@
 """`ascendops-train bench`: the same model and batch through our DeepSpeed stack and a plain
 PyTorch loop (same torch AdamW, same schedule, clipping and accumulation), in one run.
 
-- DeepSpeed: exactly what `train` builds (ZeRO stage, bf16 weights + fp32 master in the optimizer).
+- DeepSpeed: exactly what `train` builds (ZeRO stage, bf16 weights + fp32 master in the optimizer,
+  fused kernels on NPU, chunked loss, activation checkpointing as configured).
+- `--bench.mode switches`: that stack once as configured and once with each speed switch flipped
+  (fused RMSNorm/RoPE/SwiGLU, activation checkpointing, loss chunking, ZeRO stage, fused Adam), plus the
+  PyTorch loop: tokens/s and MFU side by side.
 - PyTorch: fp32 weights + torch.autocast(bf16) (PyTorch's standard mixed precision), DDP when
   launched on several ranks, no DeepSpeed.
 
@@ -25,8 +29,10 @@ from .config import JobConfig, grad_accum_steps
 log = logging.getLogger("ascendops_trainer.bench")
 
 
-def _timed(step_fn: Callable[[], Any], warmup: int, steps: int, ctx) -> tuple[float, float]:
-    """Seconds for `steps` steps after `warmup` untimed ones (slowest rank), and the last loss."""
+def _timed(step_fn: Callable[[], Any], warmup: int, steps: int, ctx) -> tuple[float, float, float]:
+    """Seconds for `steps` steps after `warmup` untimed ones (slowest rank), the last loss, and the
+    CPU seconds this process used meanwhile (all its threads; on a CPU run that is the work itself,
+    unaffected by other jobs competing for the cores)."""
     import torch.distributed as dist
 
     from .parallel import all_gather_object, synchronize
@@ -35,13 +41,13 @@ def _timed(step_fn: Callable[[], Any], warmup: int, steps: int, ctx) -> tuple[fl
         step_fn()
     synchronize(ctx.device_type)  # SYNC: timing starts on an idle device
     dist.barrier()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     loss = None
     for _ in range(steps):
         loss = step_fn()
     synchronize(ctx.device_type)  # SYNC: wait for the last step's kernels
-    dt = time.perf_counter() - t0
-    return max(all_gather_object(dt, ctx)), float(loss)  # SYNC: loss to host (after timing)
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return max(all_gather_object(dt, ctx)), float(loss), max(all_gather_object(cpu, ctx))  # SYNC: loss to host
 
 
 def _free(device_type: str) -> None:
@@ -56,14 +62,19 @@ def _run_deepspeed(cfg: JobConfig, ctx, hf_config, precision: str, batches) -> d
     import torch
 
     from .engine import build_engine, deepspeed_config, load_override
+    from .kernels import npu_kernels, restore_stock_rope
     from .metrics import memory_gib
     from .model import build_model
     from .train import causal_lm_loss, seed_everything
 
-    ds_config = deepspeed_config(cfg, ctx.world_size, precision, load_override(cfg.parallel.deepspeed_config))
+    ds_config = deepspeed_config(cfg, ctx.world_size, precision, load_override(cfg.parallel.deepspeed_config),
+                                 devices_per_node=ctx.launch.local_world_size)
     seed_everything(cfg.train.seed)
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    engine = build_engine(build_model(cfg.model, hf_config, dtype, ds_config, device=ctx.device), cfg, ds_config)
+    restore_stock_rope()  # a previous variant may have patched it
+    kernels = npu_kernels() if ctx.device_type == "npu" else None
+    model = build_model(cfg.model, hf_config, dtype, ds_config, device=ctx.device, kernels=kernels)
+    engine = build_engine(model, cfg, ds_config, ctx.device_type)
     engine.train()
     memory_gib(ctx.device_type)  # reset the peak counter
 
@@ -74,8 +85,8 @@ def _run_deepspeed(cfg: JobConfig, ctx, hf_config, precision: str, batches) -> d
             engine.step()
         return loss.detach()
 
-    dt, loss = _timed(step, cfg.bench.warmup_steps, cfg.bench.steps, ctx)
-    out = {"seconds": dt, "loss": loss, "mem_gib": memory_gib(ctx.device_type)}
+    dt, loss, cpu = _timed(step, cfg.bench.warmup_steps, cfg.bench.steps, ctx)
+    out = {"seconds": dt, "cpu_seconds": cpu, "loss": loss, "mem_gib": memory_gib(ctx.device_type)}
     engine.destroy()
     return out  # the engine goes out of scope here; bench() then frees device memory
 
@@ -84,19 +95,23 @@ def _run_torch(cfg: JobConfig, ctx, hf_config, precision: str, batches) -> dict[
     import torch
 
     from .engine import make_optimizer, make_scheduler
+    from .kernels import npu_kernels, restore_stock_rope
     from .metrics import memory_gib
     from .model import build_model
     from .train import causal_lm_loss, seed_everything
 
     seed_everything(cfg.train.seed)
-    model = build_model(cfg.model, hf_config, torch.float32, None, device=ctx.device).to(ctx.device)
+    restore_stock_rope()
+    kernels = npu_kernels() if ctx.device_type == "npu" else None
+    model = build_model(cfg.model, hf_config, torch.float32, None, device=ctx.device,
+                        kernels=kernels).to(ctx.device)
     model.train()
     ddp = ctx.world_size > 1
     if ddp:
         from torch.nn.parallel import DistributedDataParallel
 
         model = DistributedDataParallel(model, device_ids=[ctx.device.index] if ctx.device.index is not None else None)
-    opt = make_optimizer(model.module if ddp else model, cfg)
+    opt = make_optimizer(model.module if ddp else model, cfg, ctx.device_type)
     sched = make_scheduler(opt, cfg)
     amp = (torch.autocast(ctx.device_type, dtype=torch.bfloat16) if precision == "bf16"
            else contextlib.nullcontext())
@@ -118,17 +133,51 @@ def _run_torch(cfg: JobConfig, ctx, hf_config, precision: str, batches) -> dict[
         return loss.detach()
 
     try:
-        dt, loss = _timed(step, cfg.bench.warmup_steps, cfg.bench.steps, ctx)
-        out = {"seconds": dt, "loss": loss, "mem_gib": memory_gib(ctx.device_type)}
+        dt, loss, cpu = _timed(step, cfg.bench.warmup_steps, cfg.bench.steps, ctx)
+        out = {"seconds": dt, "cpu_seconds": cpu, "loss": loss, "mem_gib": memory_gib(ctx.device_type)}
     except torch.OutOfMemoryError as e:
         out = {"error": f"out of memory: {str(e).splitlines()[0]}"}
     return out
 
 
+def switch_variants(cfg: JobConfig) -> list[tuple[str, dict[str, Any]]]:
+    """(label, overrides) for `bench.mode switches`: our stack as configured, then each speed switch
+    flipped in turn, so their effect shows side by side."""
+    m, p = cfg.model, cfg.parallel
+    out: list[tuple[str, dict[str, Any]]] = [("deepspeed", {})]
+    fused = {"fused_rms_norm": m.fused_rms_norm, "fused_rope": m.fused_rope, "fused_swiglu": m.fused_swiglu}
+    for name, on in fused.items():
+        out.append((f"{name}={'off' if on else 'on'}", {f"model.{name}": not on}))
+    out.append(("activation_ckpt=" + ("off" if m.activation_checkpointing else "on"),
+                {"model.activation_checkpointing": not m.activation_checkpointing}))
+    if m.activation_checkpointing and m.checkpoint_every == 1:
+        out.append(("checkpoint_every=2", {"model.checkpoint_every": 2}))
+    out.append(("loss_chunk=" + ("off" if m.loss_chunk_tokens else "4096"),
+                {"model.loss_chunk_tokens": 0 if m.loss_chunk_tokens else 4096}))
+    for stage in (1, 2, 3):
+        if stage != p.zero_stage:
+            out.append((f"zero_stage={stage}", {"parallel.zero_stage": stage}))
+    out.append(("fused_adam=" + ("off" if p.fused_adam else "on"), {"parallel.fused_adam": not p.fused_adam}))
+    return out
+
+
+def _variant(cfg: JobConfig, overrides: dict[str, Any]) -> JobConfig:
+    import copy
+
+    v = copy.deepcopy(cfg)
+    for key, val in overrides.items():
+        section, name = key.split(".", 1)
+        setattr(getattr(v, section), name, val)
+    return v
+
+
 def bench(cfg: JobConfig) -> int:
+    from .parallel import apply_npu_env
+
+    apply_npu_env()  # before torch is imported (torch autoloads torch_npu, which reads them at import)
     import torch
 
-    from .engine import resolve_precision
+    from .engine import device_memory_bytes, resolve_precision, resolve_zero_stage
     from .metrics import achieved_tflops, flops_per_token_for, mfu, resolve_peak_tflops
     from .model import build_hf_config, param_counts
     from .parallel import device_name, init_distributed, launch_info, shutdown
@@ -138,7 +187,9 @@ def bench(cfg: JobConfig) -> int:
     ctx = init_distributed(cfg.parallel.device, cfg.parallel.dist_timeout_s)
     precision = resolve_precision(cfg.train.precision, ctx.device_type)
     ga = grad_accum_steps(cfg, ctx.world_size)
-    hf_config = build_hf_config(cfg.model)
+    hf_config = build_hf_config(cfg.model, ctx.device_type)
+    cfg.parallel.zero_stage = resolve_zero_stage(cfg, ctx.world_size, param_counts(hf_config).total, precision,
+                                                 device_memory_bytes(ctx.device_type, ctx.launch.local_world_size))
     seq_len, micro = cfg.data.seq_len, cfg.train.micro_batch_size
     fpt = flops_per_token_for(hf_config, seq_len)
     dev = device_name(ctx.device_type)
@@ -151,13 +202,31 @@ def bench(cfg: JobConfig) -> int:
 
     # Plain PyTorch first: DeepSpeed leaves helper threads behind that would slow a later CPU run.
     results: dict[str, dict[str, Any]] = {}
-    if cfg.bench.mode in ("both", "torch"):
-        results["torch"] = _run_torch(cfg, ctx, hf_config, precision, batches)
-        _free(ctx.device_type)
-    if cfg.bench.mode in ("both", "deepspeed"):
-        results["deepspeed"] = _run_deepspeed(cfg, ctx, hf_config, precision, batches)
-        _free(ctx.device_type)
-    results = {k: results[k] for k in ("deepspeed", "torch") if k in results}
+    # Alternating rounds pair the stacks in time: on a shared machine the load changes between runs.
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for _ in range(cfg.bench.rounds):
+        if cfg.bench.mode in ("both", "torch", "switches"):
+            runs.setdefault("torch", []).append(_run_torch(cfg, ctx, hf_config, precision, batches))
+            _free(ctx.device_type)
+        if cfg.bench.mode in ("both", "deepspeed"):
+            runs.setdefault("deepspeed", []).append(_run_deepspeed(cfg, ctx, hf_config, precision, batches))
+            _free(ctx.device_type)
+    for name, rs in runs.items():
+        ok = sorted((r for r in rs if "seconds" in r), key=lambda r: r["seconds"])
+        results[name] = dict(ok[len(ok) // 2]) if ok else rs[0]  # the median round
+        if len(rs) > 1:
+            results[name]["round_seconds"] = [r.get("seconds") for r in rs]
+            cpus = sorted(r["cpu_seconds"] for r in rs if "cpu_seconds" in r)
+            results[name]["cpu_seconds"] = cpus[len(cpus) // 2] if cpus else None
+    if cfg.bench.mode == "switches":
+        for label, overrides in switch_variants(cfg):
+            try:
+                results[label] = _run_deepspeed(_variant(cfg, overrides), ctx, hf_config, precision, batches)
+            except Exception as e:  # noqa: BLE001 - one variant failing (e.g. out of memory) must not hide the rest
+                results[label] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}
+            _free(ctx.device_type)
+    order = [k for k in results if k != "torch"] + (["torch"] if "torch" in results else [])
+    results = {k: results[k] for k in order}
     for r in results.values():
         if "seconds" in r:
             r["tokens_per_s_per_device"] = cfg.bench.steps * tokens_per_step / r["seconds"]
@@ -167,6 +236,9 @@ def bench(cfg: JobConfig) -> int:
     ds, pt = results.get("deepspeed", {}), results.get("torch", {})
     ratio = (ds["tokens_per_s_per_device"] / pt["tokens_per_s_per_device"]
              if "seconds" in ds and "seconds" in pt else None)
+    # CPU runs: the same ratio in process CPU time (stable on a shared machine; wall time is what counts on a device)
+    ratio_cpu = (pt["cpu_seconds"] / ds["cpu_seconds"] if ctx.device_type == "cpu" and ds.get("cpu_seconds")
+                 and pt.get("cpu_seconds") else None)
 
     summary = {
         "model": cfg.model.hf_dir or cfg.model.preset, "layers": hf_config.num_hidden_layers,
@@ -174,8 +246,9 @@ def bench(cfg: JobConfig) -> int:
         "micro_batch": micro, "grad_accum": ga, "world_size": ctx.world_size, "precision": precision,
         "zero_stage": cfg.parallel.zero_stage, "activation_checkpointing": cfg.model.activation_checkpointing,
         "device": dev, "peak_tflops_per_device": peak, "peak_source": peak_src,
-        "steps": cfg.bench.steps, "warmup_steps": cfg.bench.warmup_steps, "results": results,
-        "ratio_deepspeed_over_torch": ratio,
+        "steps": cfg.bench.steps, "warmup_steps": cfg.bench.warmup_steps, "rounds": cfg.bench.rounds,
+        "results": results,
+        "ratio_deepspeed_over_torch": ratio, "ratio_deepspeed_over_torch_cpu_time": ratio_cpu,
     }
     if ctx.is_main:
         print(format_summary(summary), flush=True)
@@ -195,16 +268,19 @@ def format_summary(s: dict[str, Any]) -> str:
         f"ZeRO-{s['zero_stage']}, activation ckpt {'on' if s['activation_checkpointing'] else 'off'}",
         f"device: {s['device']}; peak {peak} TFLOPS/device ({s['peak_source']}); "
         f"{s['flops_per_token'] / 1e9:.3f} GFLOP/token (PaLM, N without input embedding); "
-        f"{s['steps']} timed steps after {s['warmup_steps']} warm-up",
-        f"{'stack':<10} {'tokens/s/dev':>13} {'TFLOPS/dev':>11} {'MFU':>7} {'s/step':>8} {'mem GiB':>8} {'loss':>7}",
+        f"{s['steps']} timed steps after {s['warmup_steps']} warm-up"
+        + (f", median of {s['rounds']} alternating rounds" if s.get("rounds", 1) > 1 else ""),
+        f"{'stack':<24} {'tokens/s/dev':>13} {'TFLOPS/dev':>11} {'MFU':>7} {'s/step':>8} {'mem GiB':>8} {'loss':>7}",
     ]
     for name, r in s["results"].items():
         if "seconds" not in r:
-            lines.append(f"{name:<10} {r.get('error', 'failed')}")
+            lines.append(f"{name:<24} {r.get('error', 'failed')}")
             continue
         m = f"{r['mfu'] * 100:6.2f}%" if r["mfu"] is not None else "    n/a"
-        lines.append(f"{name:<10} {r['tokens_per_s_per_device']:>13,.0f} {r['tflops_per_device']:>11.3f} {m:>7} "
+        lines.append(f"{name:<24} {r['tokens_per_s_per_device']:>13,.0f} {r['tflops_per_device']:>11.3f} {m:>7} "
                      f"{r['step_s']:>8.3f} {r['mem_gib']:>8.2f} {r['loss']:>7.3f}")
     if s["ratio_deepspeed_over_torch"] is not None:
         lines.append(f"ratio deepspeed/torch tokens/s: {s['ratio_deepspeed_over_torch']:.3f}")
+    if s.get("ratio_deepspeed_over_torch_cpu_time") is not None:
+        lines.append(f"ratio deepspeed/torch, process CPU time: {s['ratio_deepspeed_over_torch_cpu_time']:.3f}")
     return "\n".join(lines)

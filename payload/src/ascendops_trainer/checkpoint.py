@@ -206,13 +206,34 @@ class CheckpointManager:
             raise RuntimeError(f"nodes disagree on the checkpoint to resume from: {sorted(set(map(str, tags)))}")
         return tags[0]
 
-    def load(self, engine) -> tuple[str, dict[str, Any]] | None:
-        """Load the newest checkpoint into the engine; restores this rank's RNG. Returns (tag, trainer_state)."""
+    def check_compatible(self, tag: str, zero_stage: int) -> dict[str, Any]:
+        """Refuse, before DeepSpeed reads any shard, a checkpoint saved by another world size or ZeRO
+        stage (DeepSpeed would fail deep inside with a shape or file error). Returns its trainer state."""
+        from .config import ConfigError
+
+        state = json.loads((self.dir / tag / TRAINER_STATE).read_text())
+        old_ws, new_ws = int(state.get("world_size", self.ctx.world_size)), self.ctx.world_size
+        old_stage = int(state.get("zero_stage", zero_stage))
+        if old_ws != new_ws or old_stage != zero_stage:
+            what = (f"{old_ws} ranks, this launch has {new_ws}" if old_ws != new_ws
+                    else f"ZeRO stage {old_stage}, this run uses stage {zero_stage}")
+            raise ConfigError(
+                f"checkpoint {self.dir / tag} was saved by {what}. Its optimizer state is sharded per rank and is "
+                f"not re-sharded on resume. Either relaunch with {old_ws} ranks and parallel.zero_stage={old_stage}, "
+                f"or continue from its weights with a fresh optimizer: `ascendops-train export --checkpoint-dir "
+                f"{self.dir} --tag {tag} --out DIR --dtype fp32`, then train with --model.hf_dir DIR and a new "
+                "checkpoint.dir (the LR schedule, optimizer moments and data position start over)")
+        return state
+
+    def load(self, engine, tag: str | None = None) -> tuple[str, dict[str, Any]] | None:
+        """Load a checkpoint (default: the newest) into the engine; restores this rank's RNG.
+        Returns (tag, trainer_state)."""
         import torch
 
-        tag = self.resume_tag()
+        tag = tag or self.resume_tag()
         if tag is None:
             return None
+        self.check_compatible(tag, engine.zero_optimization_stage())
         path, _ = engine.load_checkpoint(str(self.dir), tag=tag, load_optimizer_states=True,
                                          load_lr_scheduler_states=True)
         if path is None:
@@ -273,6 +294,11 @@ def _finish_export(out: Path, hf_config_dict: dict[str, Any], dtype_name: str, t
     cfg["dtype"] = "bfloat16" if dtype_name == "bf16" else "float32"
     cfg["architectures"] = ["LlamaForCausalLM"]
     cfg["use_cache"] = True
+    # Both RoPE layouts: transformers >= 5 reads rope_parameters; older transformers, vLLM, llama.cpp
+    # converters and MindSpeed read the top-level rope_theta.
+    rope = cfg.get("rope_parameters") or {}
+    if "rope_theta" in rope:
+        cfg["rope_theta"] = rope["rope_theta"]
     (out / "config.json").write_text(json.dumps(cfg, indent=1))
     if tokenizer_dir and os.path.isdir(tokenizer_dir):
         for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):

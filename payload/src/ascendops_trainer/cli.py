@@ -21,8 +21,8 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="tokens/s and MFU: DeepSpeed stack vs a plain PyTorch loop")
     add_config_arguments(b)
 
-    pr = sub.add_parser("prepare", help="tokenize text/JSONL files into token shards + index.json")
-    pr.add_argument("inputs", nargs="+", help=".txt/.md (documents split at blank lines) or .jsonl files")
+    pr = sub.add_parser("prepare", help="tokenize jsonl/jsonl.gz/parquet/txt files into token shards + index.json")
+    pr.add_argument("inputs", nargs="+", help=".jsonl[.gz], .parquet, .txt[.gz]/.md (documents split at blank lines)")
     pr.add_argument("--tokenizer", required=True, help="local Hugging Face tokenizer directory")
     pr.add_argument("--out", required=True, help="output directory (becomes data.path)")
     pr.add_argument("--shard-tokens", type=int, default=1 << 28, help="tokens per shard file")
@@ -30,6 +30,9 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--txt-docs", choices=("blank", "line", "file"), default="blank",
                     help="how text files split into documents")
     pr.add_argument("--no-eos", action="store_true", help="do not append EOS after each document")
+    pr.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, 16), help="tokenizer processes")
+    pr.add_argument("--val-fraction", type=float, default=0.005,
+                    help="share of documents held out as the validation split (0 = none)")
 
     e = sub.add_parser("export", help="checkpoint -> Hugging Face directory (offline, one process)")
     e.add_argument("--checkpoint-dir", required=True, help="checkpoint.dir of a run")
@@ -60,9 +63,11 @@ def main(argv: list[str] | None = None) -> int:
             from .data import prepare
 
             idx = prepare(args.inputs, args.tokenizer, args.out, shard_tokens=args.shard_tokens,
-                          jsonl_field=args.jsonl_field, txt_docs=args.txt_docs, add_eos=not args.no_eos)
+                          jsonl_field=args.jsonl_field, txt_docs=args.txt_docs, add_eos=not args.no_eos,
+                          workers=args.workers, val_fraction=args.val_fraction)
             print(f"prepared {idx['num_tokens']:,} tokens from {idx['num_documents']:,} documents into "
-                  f"{len(idx['shards'])} shard(s) in {args.out} (vocab {idx['vocab_size']}, {idx['dtype']})")
+                  f"{len(idx['shards'])} shard(s) in {args.out} (vocab {idx['vocab_size']}, {idx['dtype']}); "
+                  f"validation: {idx['val_num_tokens']:,} tokens, {idx['val_num_documents']:,} documents")
             return 0
         if args.cmd == "export":
             from .checkpoint import export_from_checkpoint

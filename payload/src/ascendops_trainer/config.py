@@ -26,7 +26,8 @@ from typing import Any
 MODEL_PRESETS = ("debug", "llama3-8b", "llama3-70b")
 DEVICES = ("auto", "npu", "cuda", "cpu")
 PRECISIONS = ("auto", "bf16", "fp32")
-BENCH_MODES = ("both", "deepspeed", "torch")
+BENCH_MODES = ("both", "deepspeed", "torch", "switches")
+ATTN_IMPLEMENTATIONS = ("auto", "sdpa", "eager", "flash_attention_2")
 
 
 class ConfigError(ValueError):
@@ -39,8 +40,16 @@ class ModelConfig:
     hf_dir: str | None = None  # local Hugging Face model dir (config.json + *.safetensors) to continue training
     num_layers: int | None = None  # override the preset's layer count (benchmarks: 8B shapes, fewer layers)
     vocab_size: int | None = None  # override the preset's vocabulary size (must cover the tokenizer)
-    attn_implementation: str = "sdpa"  # "sdpa" or "eager"; FlashAttention-2 is not available on NPU
-    activation_checkpointing: bool = True  # recompute each decoder layer in backward
+    # auto = flash_attention_2 on NPU (transformers calls torch_npu's npu_fusion_attention; packed documents
+    # are masked per document), sdpa elsewhere; or name one: sdpa | eager | flash_attention_2
+    attn_implementation: str = "auto"
+    activation_checkpointing: bool = True  # recompute decoder layers in backward (see checkpoint_every)
+    checkpoint_every: int = 1  # selective: recompute every k-th decoder layer only (1 = all layers)
+    # NPU fused kernels (used only where torch_npu provides them; the stock PyTorch code elsewhere)
+    fused_rms_norm: bool = True  # torch_npu.npu_rms_norm
+    fused_rope: bool = True  # torch_npu.npu_rotary_mul
+    fused_swiglu: bool = True  # torch_npu.npu_swiglu
+    loss_chunk_tokens: int = 4096  # cross-entropy N tokens at a time (fp32 logits of one chunk only); 0 = off
 
 
 @dataclass
@@ -48,6 +57,7 @@ class DataConfig:
     path: str | None = None  # directory written by `ascendops-train prepare` (holds index.json)
     seq_len: int = 8192  # tokens per training sequence
     shuffle: bool = True  # shuffle sequences each epoch (seeded by train.seed and the epoch)
+    document_masking: bool = True  # attend within each packed document (only where the attention kernel supports it)
 
 
 @dataclass
@@ -69,12 +79,21 @@ class TrainConfig:
     micro_batch_size: int = 1  # sequences per device per forward pass
     seed: int = 42
     precision: str = "auto"  # auto = bf16 on NPU/CUDA, fp32 on CPU (CPUs without bf16 units are ~100x slower in bf16)
+    grad_accum_dtype: str = "fp32"  # dtype gradients accumulate and reduce in under bf16 (fp32 | bf16)
+    eval_interval: int = 0  # evaluate on the validation split every N optimizer steps (0 = never)
+    eval_batches: int = 16  # micro-batches per evaluation (per data-parallel rank)
 
 
 @dataclass
 class ParallelConfig:
     device: str = "auto"  # auto = npu if torch_npu sees a device, else cuda, else cpu
-    zero_stage: int = 3  # DeepSpeed ZeRO stage 0..3
+    # DeepSpeed ZeRO stage 0..3, or auto: 2 when weights + sharded fp32 optimizer state fit in half a device's
+    # memory (no parameter gathers in forward/backward), else 3
+    zero_stage: str | int = "auto"
+    zero_hpz_partition_size: int = 0  # ZeRO-3 secondary partition (hpZ); 0 = devices per node when multi-node
+    reduce_bucket_size: int = 500_000_000  # elements per gradient reduce bucket
+    prefetch_bucket_size: int = 500_000_000  # ZeRO-3: elements of parameters fetched ahead
+    fused_adam: bool = True  # DeepSpeed's fused Adam where its op builds and loads (never on NPU); else torch AdamW
     deepspeed_config: str | None = None  # JSON file merged over the generated DeepSpeed config
     dist_timeout_s: int = 1800  # process-group timeout (first HCCL connect can be slow)
 
@@ -83,6 +102,8 @@ class ParallelConfig:
 class CheckpointConfig:
     dir: str | None = None  # default: <run_dir>/checkpoints
     interval: int = 500  # save every N optimizer steps (and always at the end and on SIGTERM)
+    interval_minutes: float = 0.0  # also save when this many minutes passed since the last save (0 = off)
+    grace_period_s: float = 30.0  # the launcher's SIGTERM -> SIGKILL time; a save slower than this is warned about
     keep: int = 3  # keep the newest K checkpoints
     resume: bool = True  # resume from <dir>/latest when present
     shared_fs: bool = True  # checkpoint dir is one shared filesystem; False = node-local disks
@@ -100,7 +121,8 @@ class MetricsConfig:
 class BenchConfig:
     steps: int = 10  # timed optimizer steps per stack
     warmup_steps: int = 3  # untimed steps first (allocator, kernels, caches)
-    mode: str = "both"  # both | deepspeed | torch
+    mode: str = "both"  # both | deepspeed | torch | switches (each speed switch off in turn, side by side)
+    rounds: int = 1  # alternate the stacks this many times (torch, ours, torch, ours...); medians are reported
 
 
 @dataclass
@@ -161,6 +183,7 @@ ALIASES: dict[str, str] = {
     "run-dir": "run_dir",
     "log-interval": "metrics.log_interval",
     "export-dir": "checkpoint.export_dir",
+    "eval-interval": "train.eval_interval",
 }
 
 
@@ -280,8 +303,17 @@ def validate(cfg: JobConfig) -> None:
                           "(or --model.hf_dir DIR for a local Hugging Face model)")
     if m.num_layers is not None and m.num_layers < 1:
         raise ConfigError(f"model.num_layers must be >= 1, got {m.num_layers}")
-    if m.attn_implementation not in ("sdpa", "eager"):
-        raise ConfigError(f"model.attn_implementation must be 'sdpa' or 'eager', got '{m.attn_implementation}'")
+    if m.attn_implementation not in ATTN_IMPLEMENTATIONS:
+        raise ConfigError(f"model.attn_implementation must be one of {ATTN_IMPLEMENTATIONS}, "
+                          f"got '{m.attn_implementation}'")
+    if m.checkpoint_every < 1:
+        raise ConfigError(f"model.checkpoint_every must be >= 1, got {m.checkpoint_every}")
+    if m.loss_chunk_tokens < 0:
+        raise ConfigError("model.loss_chunk_tokens must be >= 0 (0 = no chunking)")
+    if t.grad_accum_dtype not in ("fp32", "bf16"):
+        raise ConfigError(f"train.grad_accum_dtype must be 'fp32' or 'bf16', got '{t.grad_accum_dtype}'")
+    if t.eval_interval < 0 or t.eval_batches < 1:
+        raise ConfigError("train.eval_interval must be >= 0 and train.eval_batches >= 1")
     if t.micro_batch_size < 1 or t.global_batch_size < 1:
         raise ConfigError("train.micro_batch_size and train.global_batch_size must be >= 1")
     if t.global_batch_size % t.micro_batch_size:
@@ -302,18 +334,26 @@ def validate(cfg: JobConfig) -> None:
         raise ConfigError("optim.grad_clip must be >= 0 (0 disables clipping)")
     if cfg.parallel.device not in DEVICES:
         raise ConfigError(f"parallel.device must be one of {DEVICES}, got '{cfg.parallel.device}'")
-    if cfg.parallel.zero_stage not in (0, 1, 2, 3):
-        raise ConfigError(f"parallel.zero_stage must be 0, 1, 2 or 3, got {cfg.parallel.zero_stage}")
+    zs = str(cfg.parallel.zero_stage).strip().lower()
+    if zs not in ("auto", "0", "1", "2", "3"):
+        raise ConfigError(f"parallel.zero_stage must be 0, 1, 2, 3 or auto, got {cfg.parallel.zero_stage}")
+    cfg.parallel.zero_stage = zs if zs == "auto" else int(zs)
     if cfg.parallel.deepspeed_config and not os.path.isfile(cfg.parallel.deepspeed_config):
         raise ConfigError(f"parallel.deepspeed_config {cfg.parallel.deepspeed_config} does not exist")
     if cfg.checkpoint.interval < 1 or cfg.checkpoint.keep < 1:
         raise ConfigError("checkpoint.interval and checkpoint.keep must be >= 1")
+    if cfg.checkpoint.interval_minutes < 0 or cfg.checkpoint.grace_period_s <= 0:
+        raise ConfigError("checkpoint.interval_minutes must be >= 0 (0 = off) and checkpoint.grace_period_s > 0")
+    p = cfg.parallel
+    if p.zero_hpz_partition_size < 0 or p.reduce_bucket_size < 1 or p.prefetch_bucket_size < 0:
+        raise ConfigError("parallel.zero_hpz_partition_size must be >= 0, parallel.reduce_bucket_size >= 1 and "
+                          "parallel.prefetch_bucket_size >= 0")
     if cfg.metrics.log_interval < 1:
         raise ConfigError("metrics.log_interval must be >= 1")
     if cfg.bench.mode not in BENCH_MODES:
         raise ConfigError(f"bench.mode must be one of {BENCH_MODES}, got '{cfg.bench.mode}'")
-    if cfg.bench.steps < 1 or cfg.bench.warmup_steps < 0:
-        raise ConfigError("bench.steps must be >= 1 and bench.warmup_steps >= 0")
+    if cfg.bench.steps < 1 or cfg.bench.warmup_steps < 0 or cfg.bench.rounds < 1:
+        raise ConfigError("bench.steps and bench.rounds must be >= 1 and bench.warmup_steps >= 0")
 
 
 def grad_accum_steps(cfg: JobConfig, dp_size: int) -> int:

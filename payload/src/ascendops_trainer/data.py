@@ -3,6 +3,8 @@
 On disk (a directory):
   index.json            what is there: dtype, vocab size, shards and their token counts, tokenizer
   shard_00000.bin ...   flat little-endian token ids (uint16 when the vocabulary fits, else uint32)
+  shard_00000.docs ...  int64 offsets in that shard where a document starts (document masking)
+  val_00000.bin/.docs   the validation split (whole documents held out), same layout
 
 The loader sees the shards as one token stream and cuts it into fixed-length samples: sample i is
 tokens [i*L, i*L + L + 1) (inputs are the first L, targets the last L). Each epoch visits the
@@ -31,12 +33,37 @@ FORMAT = "ascendops-tokens"
 # ---------------------------------------------------------------- prepare
 
 
+INPUT_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".parquet", ".txt", ".txt.gz", ".md")
+
+
+def _open_text(path: str):
+    """A text stream (read line by line, never the whole file), gzip-decompressed for *.gz."""
+    if path.endswith(".gz"):
+        import gzip
+
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
 def _iter_documents(path: str, jsonl_field: str, txt_docs: str) -> Iterator[str]:
-    """Documents of one input file. JSONL: one per line (field `jsonl_field`). Text files:
-    txt_docs='blank' splits at blank lines, 'line' makes each non-empty line a document, 'file'
-    takes the whole file."""
-    if path.endswith((".jsonl", ".json")):
-        with open(path, encoding="utf-8") as f:
+    """Documents of one input file, streamed. JSONL (optionally .gz): one per line (field
+    `jsonl_field`). Parquet: column `jsonl_field`, one row group at a time. Text files: txt_docs='blank'
+    splits at blank lines, 'line' makes each non-empty line a document, 'file' takes the whole file."""
+    if path.endswith(".parquet"):
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise ValueError(f"{path}: reading parquet needs pyarrow (pip install pyarrow)") from None
+        pf = pq.ParquetFile(path)
+        if jsonl_field not in pf.schema_arrow.names:
+            raise ValueError(f"{path}: no column '{jsonl_field}' (set --jsonl-field); columns: {pf.schema_arrow.names}")
+        for rg in range(pf.num_row_groups):
+            for v in pf.read_row_group(rg, columns=[jsonl_field]).column(0).to_pylist():
+                if v:
+                    yield str(v)
+        return
+    if path.endswith((".jsonl", ".json", ".jsonl.gz", ".json.gz")):
+        with _open_text(path) as f:
             for n, line in enumerate(f, 1):
                 if not line.strip():
                     continue
@@ -48,17 +75,19 @@ def _iter_documents(path: str, jsonl_field: str, txt_docs: str) -> Iterator[str]
                     raise ValueError(f"{path}:{n}: no field '{jsonl_field}' (set --jsonl-field)")
                 yield str(rec[jsonl_field])
         return
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    if txt_docs == "file":
-        if text.strip():
-            yield text
-    elif txt_docs == "line":
-        yield from (ln for ln in text.splitlines() if ln.strip())
-    else:
+    with _open_text(path) as f:
+        if txt_docs == "file":
+            text = f.read()
+            if text.strip():
+                yield text
+            return
         buf: list[str] = []
-        for ln in text.splitlines():
-            if ln.strip():
+        for ln in f:
+            ln = ln.rstrip("\n")
+            if txt_docs == "line":
+                if ln.strip():
+                    yield ln
+            elif ln.strip():
                 buf.append(ln)
             elif buf:
                 yield "\n".join(buf)
@@ -78,31 +107,98 @@ def _batched(it: Iterable[str], n: int) -> Iterator[list[str]]:
         yield batch
 
 
-def _write_shard(path: Path, tokens: np.ndarray) -> str:
-    mm = np.memmap(path, dtype=tokens.dtype, mode="w+", shape=tokens.shape)
-    mm[:] = tokens
-    mm.flush()
-    del mm
+def _write_array(path: Path, arr: np.ndarray) -> str:
+    """Write a flat array, fsync it; returns its sha256."""
+    with open(path, "wb") as f:
+        f.write(arr.tobytes())
+        f.flush()
+        os.fsync(f.fileno())
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 24), b""):
             h.update(chunk)
-        os.fsync(f.fileno())
     return h.hexdigest()
+
+
+# Tokenizer of a worker process (loaded once per worker by _worker_init).
+_TOK = None
+
+
+def _worker_init(tokenizer_dir: str) -> None:
+    global _TOK
+    from transformers import AutoTokenizer
+
+    _TOK = AutoTokenizer.from_pretrained(tokenizer_dir, local_files_only=True)
+
+
+def _encode(docs: list[str]) -> list[list[int]]:
+    return _TOK(docs)["input_ids"]
+
+
+def is_val_document(doc_number: int, val_fraction: float) -> bool:
+    """Deterministic document-level split: a fixed hash of the document's number (same on every run)."""
+    if val_fraction <= 0:
+        return False
+    h = int.from_bytes(hashlib.blake2b(doc_number.to_bytes(8, "little"), digest_size=8).digest(), "little")
+    return h / 2**64 < val_fraction
+
+
+class _ShardWriter:
+    """Collects documents into fixed-size token shards plus their document-start offsets."""
+
+    def __init__(self, out: Path, prefix: str, dtype, shard_tokens: int):
+        self.out, self.prefix, self.dtype, self.shard_tokens = out, prefix, dtype, shard_tokens
+        self.pending: list[np.ndarray] = []
+        self.pending_n = 0
+        self.doc_starts: list[int] = []  # offsets (into the pending tokens) where a document begins
+        self.shards: list[dict[str, Any]] = []
+        self.num_documents = 0
+
+    def add(self, ids: np.ndarray) -> None:
+        self.doc_starts.append(self.pending_n)
+        self.pending.append(ids)
+        self.pending_n += len(ids)
+        self.num_documents += 1
+        self.flush(final=False)
+
+    def flush(self, final: bool) -> None:
+        while self.pending_n >= self.shard_tokens or (final and self.pending_n):
+            flat = np.concatenate(self.pending)
+            take, rest = flat[:self.shard_tokens], flat[self.shard_tokens:]
+            starts = np.asarray(self.doc_starts, dtype=np.int64)
+            name = f"{self.prefix}_{len(self.shards):05d}"
+            digest = _write_array(self.out / f"{name}.bin", take)
+            mine = starts[starts < take.size]
+            _write_array(self.out / f"{name}.docs", mine)
+            self.shards.append({"file": f"{name}.bin", "num_tokens": int(take.size), "sha256": digest,
+                                "docs": f"{name}.docs", "num_doc_starts": int(mine.size)})
+            self.doc_starts = [int(x) - take.size for x in starts[starts >= take.size]]
+            self.pending, self.pending_n = ([rest] if rest.size else []), int(rest.size)
 
 
 def prepare(inputs: list[str], tokenizer_dir: str, out_dir: str, shard_tokens: int = 1 << 28,
             jsonl_field: str = "text", txt_docs: str = "blank", add_eos: bool = True,
-            batch_docs: int = 256) -> dict[str, Any]:
+            batch_docs: int = 256, workers: int = 1, val_fraction: float = 0.0) -> dict[str, Any]:
     """Tokenize documents into flat shards with an index; returns the index.
 
-    Each document is encoded with the tokenizer's own special tokens (BOS for Llama 3) and ends
-    with EOS (unless add_eos=False or the tokenizer already appended it).
+    Files are streamed (never read whole, except --txt-docs file); batches of documents are
+    tokenized by `workers` processes (in input order). Each document is encoded with the
+    tokenizer's own special tokens (BOS for Llama 3) and ends with EOS (unless add_eos=False or the
+    tokenizer already appended it). A `val_fraction` of the documents (chosen by a fixed hash of
+    their number) goes to the validation shards. Every shard has a `.docs` file: the int64 offsets
+    where documents start, so attention can be masked per document.
     """
     from transformers import AutoTokenizer
 
     if not os.path.isdir(tokenizer_dir):
         raise FileNotFoundError(f"tokenizer directory {tokenizer_dir} does not exist (nothing is downloaded)")
+    for path in inputs:
+        if not path.endswith(INPUT_SUFFIXES):
+            raise ValueError(f"{path}: unsupported input; use one of {', '.join(INPUT_SUFFIXES)}")
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"input {path} does not exist")
+    if not 0 <= val_fraction < 1:
+        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
     tok = AutoTokenizer.from_pretrained(tokenizer_dir, local_files_only=True)
     vocab = len(tok)
     dtype = np.uint16 if vocab <= np.iinfo(np.uint16).max + 1 else np.uint32
@@ -110,43 +206,49 @@ def prepare(inputs: list[str], tokenizer_dir: str, out_dir: str, shard_tokens: i
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / INDEX_NAME).unlink(missing_ok=True)  # an index marks a complete directory
-    for old in out.glob("shard_*.bin"):
+    for old in [*out.glob("shard_*"), *out.glob("val_*")]:
         old.unlink()
 
-    shards: list[dict[str, Any]] = []
-    pending: list[np.ndarray] = []
-    pending_n = 0
+    train_w = _ShardWriter(out, "shard", dtype, shard_tokens)
+    val_w = _ShardWriter(out, "val", dtype, shard_tokens)
     n_docs = 0
     t0 = time.time()
 
-    def flush(final: bool) -> None:
-        nonlocal pending, pending_n
-        while pending_n >= shard_tokens or (final and pending_n):
-            flat = np.concatenate(pending)
-            take, rest = flat[:shard_tokens], flat[shard_tokens:]
-            name = f"shard_{len(shards):05d}.bin"
-            digest = _write_shard(out / name, take)
-            shards.append({"file": name, "num_tokens": int(take.size), "sha256": digest})
-            pending, pending_n = ([rest] if rest.size else []), int(rest.size)
+    def batches() -> Iterator[list[str]]:
+        for path in inputs:
+            yield from _batched(_iter_documents(path, jsonl_field, txt_docs), batch_docs)
 
-    for path in inputs:
-        for batch in _batched(_iter_documents(path, jsonl_field, txt_docs), batch_docs):
-            for ids in tok(batch)["input_ids"]:
+    pool = None
+    if workers > 1:
+        import multiprocessing as mp
+
+        pool = mp.get_context("fork").Pool(workers, initializer=_worker_init, initargs=(tokenizer_dir,))
+        encoded = pool.imap(_encode, batches(), chunksize=1)  # ordered: the output is the same for any worker count
+    else:
+        encoded = (tok(b)["input_ids"] for b in batches())
+    try:
+        for ids_batch in encoded:
+            for ids in ids_batch:
                 if add_eos and eos is not None and (not ids or ids[-1] != eos):
                     ids = [*ids, eos]
-                pending.append(np.asarray(ids, dtype=dtype))
-                pending_n += len(ids)
+                (val_w if is_val_document(n_docs, val_fraction) else train_w).add(np.asarray(ids, dtype=dtype))
                 n_docs += 1
-            flush(final=False)
-    flush(final=True)
-    if not shards:
+    finally:
+        if pool is not None:
+            pool.terminate()
+    train_w.flush(final=True)
+    val_w.flush(final=True)
+    if not train_w.shards:
         raise ValueError(f"no tokens produced from {inputs}")
 
     index = {
-        "format": FORMAT, "version": 1, "dtype": np.dtype(dtype).name, "vocab_size": vocab,
+        "format": FORMAT, "version": 2, "dtype": np.dtype(dtype).name, "vocab_size": vocab,
         "bos_id": tok.bos_token_id, "eos_id": eos, "tokenizer": os.path.abspath(tokenizer_dir),
-        "num_tokens": sum(s["num_tokens"] for s in shards), "num_documents": n_docs,
-        "shards": shards, "sources": [os.path.abspath(p) for p in inputs],
+        "num_tokens": sum(s["num_tokens"] for s in train_w.shards), "num_documents": train_w.num_documents,
+        "shards": train_w.shards,
+        "val_num_tokens": sum(s["num_tokens"] for s in val_w.shards), "val_num_documents": val_w.num_documents,
+        "val_shards": val_w.shards, "val_fraction": val_fraction,
+        "sources": [os.path.abspath(p) for p in inputs], "workers": workers,
         "prepare_seconds": round(time.time() - t0, 3),
     }
     tmp = out / (INDEX_NAME + ".tmp")
@@ -164,7 +266,7 @@ def prepare(inputs: list[str], tokenizer_dir: str, out_dir: str, shard_tokens: i
 class TokenDataset:
     """Read-only view of a prepared directory: one virtual stream over memory-mapped shards."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, split: str = "train"):
         index_path = Path(path) / INDEX_NAME
         if not index_path.is_file():
             raise FileNotFoundError(f"{index_path} not found: run `ascendops-train prepare` first "
@@ -174,13 +276,20 @@ class TokenDataset:
         if self.index.get("format") != FORMAT:
             raise ValueError(f"{index_path} is not an {FORMAT} index")
         dtype = np.dtype(self.index["dtype"])
+        entries = self.index["shards"] if split == "train" else self.index.get("val_shards", [])
+        self.split = split
         self.shards = [np.memmap(Path(path) / s["file"], dtype=dtype, mode="r", shape=(s["num_tokens"],))
-                       for s in self.index["shards"]]
+                       for s in entries]
+        # document starts per shard (int64 offsets within the shard); absent in version-1 directories
+        self.has_boundaries = bool(entries) and all("docs" in s for s in entries)
+        self.doc_starts = ([np.memmap(Path(path) / s["docs"], dtype=np.int64, mode="r", shape=(s["num_doc_starts"],))
+                            if s["num_doc_starts"] else np.zeros(0, np.int64) for s in entries]
+                           if self.has_boundaries else [])
         self.starts = np.cumsum([0] + [len(s) for s in self.shards])
         self.num_tokens = int(self.starts[-1])
         # Identifies the data for resume checks: changing the data under a run is refused.
         self.fingerprint = hashlib.sha256(
-            json.dumps([(s["file"], s["num_tokens"], s.get("sha256")) for s in self.index["shards"]]).encode()
+            json.dumps([(s["file"], s["num_tokens"], s.get("sha256")) for s in entries]).encode()
         ).hexdigest()[:16]
 
     @property
@@ -199,6 +308,21 @@ class TokenDataset:
             out[filled:filled + n] = self.shards[k][off:off + n]
             filled += n
         return out
+
+    def positions(self, start: int, length: int) -> np.ndarray:
+        """Position ids of tokens [start, start+length): 0 at the range start and at every document start."""
+        idx = np.arange(start, start + length, dtype=np.int64)
+        is_start = np.zeros(length, dtype=bool)
+        is_start[0] = True
+        for k, ds in enumerate(self.doc_starts):
+            lo, hi = int(self.starts[k]), int(self.starts[k + 1])
+            if hi <= start or lo >= start + length or not len(ds):
+                continue
+            a = int(np.searchsorted(ds, start - lo, side="left"))
+            b = int(np.searchsorted(ds, start + length - lo, side="left"))
+            is_start[np.asarray(ds[a:b]) + lo - start] = True
+        seg = np.maximum.accumulate(np.where(is_start, idx, start))
+        return idx - seg
 
     def num_samples(self, seq_len: int) -> int:
         return max((self.num_tokens - 1) // seq_len, 0)
@@ -220,9 +344,9 @@ class DistributedLoader:
     """Endless iterator of [micro_batch, seq_len + 1] int64 batches for one data-parallel rank."""
 
     def __init__(self, dataset: TokenDataset, seq_len: int, micro_batch: int, dp_rank: int, dp_size: int,
-                 seed: int, shuffle: bool = True):
+                 seed: int, shuffle: bool = True, positions: bool = False):
         self.ds, self.seq_len, self.micro, self.rank, self.world = dataset, seq_len, micro_batch, dp_rank, dp_size
-        self.shuffle = shuffle
+        self.shuffle, self.with_positions = shuffle, positions
         self.n = dataset.num_samples(seq_len)
         self.per_step = micro_batch * dp_size
         if self.n < self.per_step:
@@ -258,11 +382,18 @@ class DistributedLoader:
         return self
 
     def __next__(self):
+        return self.next_batch()[0]
+
+    def next_batch(self):
+        """(tokens [micro, seq_len + 1] int64, position ids of the same shape or None)."""
         import torch
 
         idx = self.next_indices()
         batch = np.stack([self.ds.sample(int(i), self.seq_len) for i in idx])
-        return torch.from_numpy(batch)
+        if not self.with_positions:
+            return torch.from_numpy(batch), None
+        pos = np.stack([self.ds.positions(int(i) * self.seq_len, self.seq_len + 1) for i in idx])
+        return torch.from_numpy(batch), torch.from_numpy(pos)
 
     def state_dict(self) -> dict[str, Any]:
         return dict(vars(self.state))

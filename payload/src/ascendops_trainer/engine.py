@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import math
 from typing import Any
 
 from .config import ConfigError, JobConfig, grad_accum_steps
+
+log = logging.getLogger(__name__)
 
 BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
 
@@ -32,22 +35,77 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def deepspeed_config(cfg: JobConfig, dp_size: int, precision: str,
-                     override: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The DeepSpeed config for this job (precision already resolved: 'bf16' or 'fp32')."""
-    t = cfg.train
-    ga = grad_accum_steps(cfg, dp_size)
+def resolve_zero_stage(cfg: JobConfig, dp_size: int, n_params: int, precision: str,
+                       device_bytes: int | None) -> int:
+    """parallel.zero_stage, with auto resolved: ZeRO-2 when the full weights plus the sharded fp32
+    state (master weights, Adam moments, fp32 gradients: 16 bytes/param over dp ranks) take at most
+    half the device memory (the rest is for activations); else ZeRO-3. Unknown memory: ZeRO-3."""
     stage = cfg.parallel.zero_stage
+    if stage != "auto":
+        return int(stage)
+    if not device_bytes:
+        return 3
+    weights = n_params * (2 if precision == "bf16" else 4)
+    states = n_params * 16 / dp_size
+    return 2 if weights + states <= 0.5 * device_bytes else 3
+
+
+def device_memory_bytes(device_type: str, local_world_size: int = 1) -> int | None:
+    """Memory of one device (NPU/GPU), or this process's share of the host's RAM on CPU."""
+    import os
+
+    if device_type in ("npu", "cuda"):
+        import torch
+
+        mod = getattr(torch, device_type)
+        return int(mod.get_device_properties(mod.current_device()).total_memory)
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // max(local_world_size, 1)
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def hpz_partition_size(cfg: JobConfig, dp_size: int, devices_per_node: int) -> int:
+    """ZeRO++ hierarchical partitioning: a secondary copy of the parameters sharded within each node,
+    so the forward/backward all-gathers stay on the node's fast links (HCCS on 910B). Auto (0):
+    devices per node when the job spans several nodes, else off (1)."""
+    p = cfg.parallel
+    if p.zero_stage not in (3, "auto"):
+        return 1
+    size = p.zero_hpz_partition_size or (devices_per_node if dp_size > devices_per_node else 1)
+    if size > 1 and dp_size % size:
+        raise ConfigError(f"parallel.zero_hpz_partition_size={size} does not divide the data-parallel size "
+                          f"{dp_size}; use the devices per node ({devices_per_node}) or 1")
+    return size
+
+
+def deepspeed_config(cfg: JobConfig, dp_size: int, precision: str,
+                     override: dict[str, Any] | None = None, devices_per_node: int | None = None) -> dict[str, Any]:
+    """The DeepSpeed config for this job (precision already resolved: 'bf16' or 'fp32')."""
+    t, p = cfg.train, cfg.parallel
+    ga = grad_accum_steps(cfg, dp_size)
+    stage = 3 if p.zero_stage == "auto" else int(p.zero_stage)  # callers resolve auto first (resolve_zero_stage)
     zero: dict[str, Any] = {"stage": stage}
     if stage >= 1:
-        zero.update({"overlap_comm": True, "contiguous_gradients": True, "reduce_bucket_size": int(5e8)})
+        zero.update({"overlap_comm": True, "contiguous_gradients": True, "reduce_bucket_size": p.reduce_bucket_size})
     if stage == 3:
         zero.update({
-            "stage3_prefetch_bucket_size": int(5e8),
+            "stage3_prefetch_bucket_size": p.prefetch_bucket_size,
             "stage3_param_persistence_threshold": int(1e6),
             "stage3_max_live_parameters": int(1e9),
             "stage3_gather_16bit_weights_on_model_save": False,  # we gather ourselves on export
         })
+        hpz = hpz_partition_size(cfg, dp_size, devices_per_node or dp_size)
+        if hpz > 1:
+            zero["zero_hpz_partition_size"] = hpz
+    data_types: dict[str, Any] = {}
+    if precision == "bf16":
+        if t.grad_accum_dtype == "fp32" and stage == 0:
+            raise ConfigError("train.grad_accum_dtype=fp32 with bf16 needs parallel.zero_stage >= 1 (DeepSpeed "
+                              "keeps fp32 gradients only in its ZeRO optimizers); use zero_stage 1")
+        # DeepSpeed defaults both to the model dtype (bf16): summing 64 micro-batches of bf16 gradients
+        # loses most of their low bits. fp32 accumulation and an fp32 reduce-scatter/all-reduce keep them.
+        data_types["grad_accum_dtype"] = t.grad_accum_dtype
     ds: dict[str, Any] = {
         "train_batch_size": t.global_batch_size,
         "train_micro_batch_size_per_gpu": t.micro_batch_size,
@@ -56,12 +114,15 @@ def deepspeed_config(cfg: JobConfig, dp_size: int, precision: str,
         "bf16": {"enabled": precision == "bf16"},
         "fp16": {"enabled": False},
         "zero_optimization": zero,
-        # torch.optim.AdamW is passed in: DeepSpeed's fused Adam has no NPU build.
+        # we pass the optimizer in (torch AdamW, or DeepSpeed's FusedAdam where it loads)
         "zero_allow_untested_optimizer": True,
         "steps_per_print": 2**31 - 1,  # we log ourselves (metrics module)
         "wall_clock_breakdown": False,
         "checkpoint": {"use_node_local_storage": not cfg.checkpoint.shared_fs},
     }
+    if data_types:
+        ds["data_types"] = data_types
+        ds["communication_data_type"] = t.grad_accum_dtype
     if override:
         ds = deep_merge(ds, override)
         ours = {"train_batch_size": t.global_batch_size, "train_micro_batch_size_per_gpu": t.micro_batch_size,
@@ -108,11 +169,36 @@ def param_groups(model, weight_decay: float) -> list[dict[str, Any]]:
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
-def make_optimizer(model, cfg: JobConfig):
+def fused_adam_class(device_type: str):
+    """DeepSpeed's FusedAdam when its op builds and loads on this device, else None.
+
+    Never on NPU: DeepSpeed's NPU accelerator has no fused Adam op; torch AdamW (foreach) is used there.
+    """
+    if device_type not in ("cuda",):
+        return None
+    try:
+        from deepspeed.ops.adam import FusedAdam
+        from deepspeed.ops.op_builder import FusedAdamBuilder
+
+        if not FusedAdamBuilder().is_compatible(verbose=False):
+            return None
+        FusedAdamBuilder().load(verbose=False)  # JIT build or prebuilt; raises when it cannot
+        return FusedAdam
+    except Exception as e:  # noqa: BLE001 - any build/import failure means: use torch AdamW
+        log.info("DeepSpeed FusedAdam unavailable (%s): using torch.optim.AdamW", str(e).splitlines()[0][:200])
+        return None
+
+
+def make_optimizer(model, cfg: JobConfig, device_type: str = "cpu"):
+    """AdamW with decoupled weight decay: DeepSpeed's FusedAdam (adam_w_mode) where it loads, else torch's."""
     import torch
 
     o = cfg.optim
-    return torch.optim.AdamW(param_groups(model, o.weight_decay), lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps)
+    groups = param_groups(model, o.weight_decay)
+    fused = fused_adam_class(device_type) if cfg.parallel.fused_adam else None
+    if fused is not None:
+        return fused(groups, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps, adam_w_mode=True)
+    return torch.optim.AdamW(groups, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps)
 
 
 def make_scheduler(optimizer, cfg: JobConfig):
@@ -122,12 +208,12 @@ def make_scheduler(optimizer, cfg: JobConfig):
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_at(step, cfg) / peak)
 
 
-def build_engine(model, cfg: JobConfig, ds_config: dict[str, Any]):
+def build_engine(model, cfg: JobConfig, ds_config: dict[str, Any], device_type: str = "cpu"):
     """deepspeed.initialize with our optimizer and schedule; DeepSpeed steps the schedule at each
     gradient-accumulation boundary."""
     import deepspeed
 
-    optimizer = make_optimizer(model, cfg)
+    optimizer = make_optimizer(model, cfg, device_type)
     scheduler = make_scheduler(optimizer, cfg)
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=optimizer, lr_scheduler=scheduler,
                                            config=ds_config)

@@ -7,7 +7,7 @@ FLOPs per token follow the PaLM paper (Chowdhery et al. 2022, appendix B):
 - ``6 * N``: forward (2) + backward (4) FLOPs per weight that takes part in a matmul.
   N EXCLUDES the input token-embedding table (a lookup, no matmul) and INCLUDES the lm_head
   output projection (a real [hidden x vocab] matmul); for tied embeddings the shared matrix is
-  counted once, as the lm_head.
+  counted once, as the lm_head (torchtitan does the same).
 - ``12 * L * H * Dh * S``: attention scores and weighted values (QK^T and AV), forward + backward,
   with no discount for the causal mask.
 - Activation recomputation is not counted: this is model FLOPs utilisation (MFU), not hardware
@@ -164,6 +164,17 @@ class MetricsLogger:
             for k, v in record.items():
                 if isinstance(v, (int, float)) and k not in ("step", "total_steps") and math.isfinite(v):
                     self._tb.add_scalar(k, v, record["step"])
+            self._tb.flush()
+
+    def log_eval(self, record: dict[str, Any]) -> None:
+        """An evaluation: console line, <run_dir>/eval.jsonl, TensorBoard scalar eval_loss."""
+        if not self.enabled:
+            return
+        print(f"eval step {record['step']} | eval loss {record['eval_loss']:.4f}", flush=True)
+        with open(os.path.join(os.path.dirname(self.path), "eval.jsonl"), "a") as f:
+            f.write(json.dumps(record) + "\n")
+        if self._tb is not None and math.isfinite(record["eval_loss"]):
+            self._tb.add_scalar("eval_loss", record["eval_loss"], record["step"])
             self._tb.flush()
 
     def close(self) -> None:

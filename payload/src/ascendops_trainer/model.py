@@ -118,11 +118,36 @@ def config_dict(mcfg: ModelConfig) -> dict[str, Any]:
     return d
 
 
-def build_hf_config(mcfg: ModelConfig):
+def resolve_attn_implementation(requested: str, device_type: str = "cpu") -> str:
+    """auto -> flash_attention_2 on NPU (transformers runs torch_npu's npu_fusion_attention), sdpa elsewhere.
+    flash_attention_2 on CUDA needs the flash_attn package; on CPU it does not exist."""
+    if requested == "auto":
+        return "flash_attention_2" if device_type == "npu" else "sdpa"
+    if requested == "flash_attention_2" and device_type != "npu":
+        import importlib.util
+
+        if device_type == "cpu" or importlib.util.find_spec("flash_attn") is None:
+            raise ConfigError(f"model.attn_implementation=flash_attention_2 needs an NPU (torch_npu) or CUDA with "
+                              f"the flash_attn package; this run is on {device_type}: use sdpa")
+    return requested
+
+
+def build_hf_config(mcfg: ModelConfig, device_type: str = "cpu"):
     """transformers.LlamaConfig for the model section of the run config."""
     cfg = _llama_config_from_dict(config_dict(mcfg))
-    cfg._attn_implementation = mcfg.attn_implementation
+    cfg._attn_implementation = resolve_attn_implementation(mcfg.attn_implementation, device_type)
     return cfg
+
+
+def enable_activation_checkpointing(model, every: int) -> list[int]:
+    """Recompute every `every`-th decoder layer in backward (1 = all); returns the layer indices."""
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    chosen = []
+    for i, layer in enumerate(model.model.layers):
+        layer.gradient_checkpointing = i % every == 0
+        if layer.gradient_checkpointing:
+            chosen.append(i)
+    return chosen
 
 
 @dataclass(frozen=True)
@@ -130,10 +155,13 @@ class ParamCounts:
     total: int
     embedding: int  # the input token-embedding table (a lookup, no matmul FLOPs)
 
+    tied: bool = False  # lm_head shares the embedding matrix
+
     @property
     def non_embedding(self) -> int:
-        """N for the FLOPs formula: every weight that is multiplied, lm_head included."""
-        return self.total - self.embedding
+        """N for the FLOPs formula: every weight that is multiplied, lm_head included. With tied
+        embeddings the one shared matrix is the lm_head's weight: counted once (as torchtitan does)."""
+        return self.total if self.tied else self.total - self.embedding
 
 
 def param_counts(hf_config) -> ParamCounts:
@@ -149,7 +177,7 @@ def param_counts(hf_config) -> ParamCounts:
     embed = v * h
     lm_head = 0 if c.tie_word_embeddings else v * h
     total = embed + c.num_hidden_layers * layer + h + lm_head
-    return ParamCounts(total=total, embedding=embed)
+    return ParamCounts(total=total, embedding=embed, tied=bool(c.tie_word_embeddings))
 
 
 def count_model_params(model) -> int:
@@ -160,13 +188,15 @@ def count_model_params(model) -> int:
 _HF_DS_CONFIG = None  # transformers only holds a weak reference; keep the object alive
 
 
-def build_model(mcfg: ModelConfig, hf_config, dtype, ds_config: dict[str, Any] | None = None, device=None):
+def build_model(mcfg: ModelConfig, hf_config, dtype, ds_config: dict[str, Any] | None = None, device=None,
+                kernels=None):
     """Build LlamaForCausalLM: random init from a preset, or the weights of mcfg.hf_dir.
 
     With ZeRO stage 3 in ``ds_config`` the model is created inside deepspeed.zero.Init (through
     transformers' HfDeepSpeedConfig), so each rank only ever holds its shard of the weights.
     Random init happens on rank 0 and is broadcast: every rank starts from the same model.
     Otherwise a random init is created directly on `device` (when given), not on the host first.
+    ``kernels``: torch_npu (or kernels.REFERENCE) to route the switched-on fused ops through; None = stock.
     """
     global _HF_DS_CONFIG
     import contextlib
@@ -185,15 +215,18 @@ def build_model(mcfg: ModelConfig, hf_config, dtype, ds_config: dict[str, Any] |
         _HF_DS_CONFIG = None
     where = torch.device(device) if device is not None and not zero3 else contextlib.nullcontext()
 
+    from .kernels import apply_fused_kernels, install_chunked_loss
+
+    attn = hf_config._attn_implementation
     if mcfg.hf_dir:
         model = LlamaForCausalLM.from_pretrained(
-            mcfg.hf_dir, config=hf_config, dtype=dtype, local_files_only=True,
-            attn_implementation=mcfg.attn_implementation)
+            mcfg.hf_dir, config=hf_config, dtype=dtype, local_files_only=True, attn_implementation=attn)
     else:
         with where:
-            model = LlamaForCausalLM._from_config(hf_config, dtype=dtype,
-                                                  attn_implementation=mcfg.attn_implementation)
+            model = LlamaForCausalLM._from_config(hf_config, dtype=dtype, attn_implementation=attn)
     model.config.use_cache = False
     if mcfg.activation_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        enable_activation_checkpointing(model, mcfg.checkpoint_every)
+    apply_fused_kernels(model, mcfg, kernels)
+    install_chunked_loss(model, mcfg.loss_chunk_tokens)
     return model

@@ -93,12 +93,48 @@ def parse_rank_table(text: str, source: str = "rank table") -> list[dict]:
     return servers
 
 
+def parse_device_list(text: str, name: str = "device list") -> list[int]:
+    """'0-7', '1,3', '0-2,4' -> [ids]."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            if "-" in part:
+                lo, hi = (int(x) for x in part.split("-", 1))
+                if hi < lo:
+                    raise ValueError(part)
+                out.extend(range(lo, hi + 1))
+            else:
+                out.append(int(part))
+        except ValueError:
+            raise RankTableError(f"{name}={text!r}: expected ids like '0-7', '1,3' or '0-2,4'") from None
+    return out
+
+
 def visible_devices(env: dict[str, str]) -> list[int] | None:
-    """Physical device ids behind local indices 0..n-1 (ASCEND_RT_VISIBLE_DEVICES), or None."""
-    v = env.get("ASCEND_RT_VISIBLE_DEVICES")
-    if not v:
+    """Physical device ids behind local indices 0..n-1, or None when nothing restricts them.
+
+    Two layers can renumber devices: the Ascend container runtime (ASCEND_VISIBLE_DEVICES: the host's
+    NPUs given to the container, seen inside as 0..n-1) and ASCEND_RT_VISIBLE_DEVICES (the runtime's
+    own mask, over what the process can see). The rank table names physical (host) device ids.
+    """
+    container = env.get("ASCEND_VISIBLE_DEVICES")
+    rt = env.get("ASCEND_RT_VISIBLE_DEVICES")
+    if not container and not rt:
         return None
-    return [int(x) for x in v.split(",") if x.strip()]
+    phys = parse_device_list(container, "ASCEND_VISIBLE_DEVICES") if container else None
+    if rt:
+        local = parse_device_list(rt, "ASCEND_RT_VISIBLE_DEVICES")
+        if phys is None:
+            return local
+        bad = [i for i in local if i >= len(phys)]
+        if bad:
+            raise RankTableError(f"ASCEND_RT_VISIBLE_DEVICES={rt} names device(s) {bad} but the container has only "
+                                 f"{len(phys)} NPUs (ASCEND_VISIBLE_DEVICES={container})")
+        return [phys[i] for i in local]
+    return phys
 
 
 def check_rank_table(servers: list[dict], launch: LaunchInfo, env: dict[str, str] | None = None,
@@ -138,7 +174,8 @@ def check_rank_table(servers: list[dict], launch: LaunchInfo, env: dict[str, str
         raise RankTableError(
             f"{source}: rank {launch.rank} is device {dev['device_id']} on server {server['server_id']}, "
             f"but this process (LOCAL_RANK={launch.local_rank}) would use device {physical}"
-            + (f" (ASCEND_RT_VISIBLE_DEVICES={env.get('ASCEND_RT_VISIBLE_DEVICES')})" if vis else ""))
+            + (" (" + ", ".join(f"{k}={env[k]}" for k in ("ASCEND_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES")
+                                 if env.get(k)) + ")" if vis else ""))
     if_ip = env.get("HCCL_IF_IP")
     if if_ip and if_ip not in (server["host_ip"], server["server_id"]):
         raise RankTableError(f"{source}: HCCL_IF_IP={if_ip} but this node's server entry is "
@@ -152,11 +189,45 @@ def check_rank_table_env(launch: LaunchInfo, env: dict[str, str] | None = None) 
     path = env.get("RANK_TABLE_FILE")
     if not path:
         return None
+    if os.path.islink(path):
+        raise RankTableError(f"RANK_TABLE_FILE={path} is a symbolic link (to {os.path.realpath(path)}); torch_npu "
+                             "refuses a linked rank table: point RANK_TABLE_FILE at the real file")
     if not os.path.isfile(path):
         raise RankTableError(f"RANK_TABLE_FILE={path} does not exist")
     with open(path) as f:
         servers = parse_rank_table(f.read(), source=f"rank table {path}")
     return check_rank_table(servers, launch, env, source=f"rank table {path}")
+
+
+# ---------------------------------------------------------------- NPU environment
+
+# Set by the trainer unless the environment already has them (the environment overrides).
+NPU_ENV_DEFAULTS: dict[str, str] = {
+    "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True",  # less fragmentation with ZeRO's varying buffers
+    "TASK_QUEUE_ENABLE": "2",  # torch_npu's two-stage operator dispatch pipeline
+    "CPU_AFFINITY_CONF": "1",  # bind each rank's host threads to the cores near its NPU
+}
+HCCL_CONNECT_TIMEOUT_RANK_TABLE = "1200"  # s; HCCL's 120 s default is short for many nodes starting unevenly
+
+
+def npu_env_defaults(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables the trainer sets for NPU runs: those of NPU_ENV_DEFAULTS the environment lacks,
+    plus HCCL_CONNECT_TIMEOUT when a rank table is used. Read by torch_npu/HCCL at import and
+    initialisation, so they are set before torch_npu is imported."""
+    env = os.environ if env is None else env
+    out = {k: v for k, v in NPU_ENV_DEFAULTS.items() if k not in env}
+    if env.get("RANK_TABLE_FILE") and "HCCL_CONNECT_TIMEOUT" not in env:
+        out["HCCL_CONNECT_TIMEOUT"] = HCCL_CONNECT_TIMEOUT_RANK_TABLE
+    return out
+
+
+def apply_npu_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """Set npu_env_defaults() in os.environ when torch_npu is installed; returns what was set."""
+    if importlib.util.find_spec("torch_npu") is None:
+        return {}
+    extra = npu_env_defaults(env)
+    os.environ.update(extra)
+    return extra
 
 
 # ---------------------------------------------------------------- devices
@@ -249,6 +320,7 @@ def init_distributed(requested_device: str = "auto", timeout_s: int = 1800) -> D
     """Check the rank table, pick the device, start the process group (and DeepSpeed's view of it)."""
     launch = launch_info()
     server = check_rank_table_env(launch)  # before any collective: a bad table must not hang us
+    apply_npu_env()  # no-op when train/bench set them already, before importing torch
 
     device_type = detect_device(requested_device)
     # DeepSpeed picks its accelerator at import; make it agree with our choice.

@@ -1,0 +1,212 @@
+"""Fused kernels (torch_npu on Ascend) and the chunked cross-entropy.
+
+Each fused op replaces one piece of transformers' Llama code and has its own switch
+(``model.fused_rms_norm``, ``fused_rope``, ``fused_swiglu``):
+
+- RMSNorm -> ``torch_npu.npu_rms_norm(x, weight, epsilon)``
+- RoPE    -> ``torch_npu.npu_rotary_mul(x, cos, sin)`` (rotate-half layout, as Llama uses)
+- SwiGLU  -> ``torch_npu.npu_swiglu(cat([gate, up], -1), dim=-1)`` = silu(gate) * up
+- attention: ``model.attn_implementation`` auto = transformers' flash_attention_2, which on NPU calls
+  ``torch_npu.npu_fusion_attention`` (and masks packed documents through position_ids).
+
+Where torch_npu is missing (CPU, CUDA) nothing is patched: the stock transformers code runs. The
+``REFERENCE`` kernels below compute in plain PyTorch what each NPU kernel computes, with the same
+arguments; the tests patch a model with them and check it matches the stock model, so the wiring
+(argument layouts, concatenation order, shapes) is tested without an NPU.
+"""
+
+from __future__ import annotations
+
+import logging
+import types
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------- kernels
+
+
+def _ref_rms_norm(x, weight, epsilon=1e-6):
+    import torch
+
+    xf = x.float()
+    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + epsilon)
+    return (weight * y.to(x.dtype),)  # npu_rms_norm returns (y, rstd)
+
+
+def _ref_rotary_mul(x, cos, sin):
+    import torch
+
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rotated * sin
+
+
+def _ref_swiglu(x, dim=-1):
+    import torch.nn.functional as F
+
+    gate, up = x.chunk(2, dim=dim)
+    return F.silu(gate) * up
+
+
+REFERENCE = types.SimpleNamespace(npu_rms_norm=_ref_rms_norm, npu_rotary_mul=_ref_rotary_mul,
+                                  npu_swiglu=_ref_swiglu, name="reference (plain PyTorch)")
+
+
+def npu_kernels():
+    """torch_npu (which holds the fused kernels) when it is importable, else None."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch_npu") is None:
+        return None
+    import torch_npu
+
+    return torch_npu
+
+
+# ---------------------------------------------------------------- patching
+
+
+def apply_fused_kernels(model, mcfg, ops) -> list[str]:
+    """Route the switched-on ops of a LlamaForCausalLM through `ops` (torch_npu or REFERENCE).
+
+    Returns the names of the ops patched. ``ops=None`` patches nothing (stock code).
+    """
+    if ops is None:
+        return []
+    from transformers.models.llama import modeling_llama as ml
+
+    done = []
+    if mcfg.fused_rms_norm and hasattr(ops, "npu_rms_norm"):
+        def rms_forward(self, hidden_states):
+            return ops.npu_rms_norm(hidden_states, self.weight, epsilon=self.variance_epsilon)[0]
+
+        for m in model.modules():
+            if isinstance(m, ml.LlamaRMSNorm):
+                m.forward = types.MethodType(rms_forward, m)
+        done.append("rms_norm")
+    if mcfg.fused_swiglu and hasattr(ops, "npu_swiglu") and model.config.hidden_act == "silu":
+        import torch
+
+        def mlp_forward(self, x):
+            return self.down_proj(ops.npu_swiglu(torch.cat((self.gate_proj(x), self.up_proj(x)), dim=-1), dim=-1))
+
+        for m in model.modules():
+            if isinstance(m, ml.LlamaMLP):
+                m.forward = types.MethodType(mlp_forward, m)
+        done.append("swiglu")
+    if mcfg.fused_rope and hasattr(ops, "npu_rotary_mul"):
+        def rope(q, k, cos, sin, unsqueeze_dim=1):
+            cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+            return ops.npu_rotary_mul(q, cos, sin), ops.npu_rotary_mul(k, cos, sin)
+
+        # LlamaAttention.forward looks the function up in its module's globals at call time.
+        _remember_stock_rope()
+        ml.apply_rotary_pos_emb = rope
+        done.append("rope")
+    if done:
+        log.info("fused kernels (%s): %s", getattr(ops, "name", getattr(ops, "__name__", "?")), ", ".join(done))
+    return done
+
+
+_STOCK_ROPE: Any = None
+
+
+def _remember_stock_rope() -> None:
+    global _STOCK_ROPE
+    if _STOCK_ROPE is None:
+        from transformers.models.llama import modeling_llama as ml
+
+        _STOCK_ROPE = ml.apply_rotary_pos_emb
+
+
+def restore_stock_rope() -> None:
+    """Undo the module-level RoPE patch (tests, and a bench run that compares the switches)."""
+    if _STOCK_ROPE is not None:
+        from transformers.models.llama import modeling_llama as ml
+
+        ml.apply_rotary_pos_emb = _STOCK_ROPE
+
+
+# ---------------------------------------------------------------- chunked cross-entropy
+
+
+def _chunked_ce_function():
+    import torch
+
+    class ChunkedCrossEntropy(torch.autograd.Function):
+        """mean CE(hidden @ weight.T, targets), `chunk` rows at a time.
+
+        Forward keeps only each row's logsumexp; backward recomputes each chunk's logits. The fp32
+        logits of at most `chunk` tokens exist at any time (not [tokens x vocab] for the whole batch).
+        Matmuls run in the weight's dtype, the softmax in fp32 (as ``logits.float()`` would).
+        """
+
+        @staticmethod
+        def forward(ctx, hidden, weight, targets, chunk):
+            h = hidden.reshape(-1, hidden.size(-1))
+            t = targets.reshape(-1)
+            n = h.size(0)
+            total = torch.zeros((), dtype=torch.float32, device=h.device)
+            lses = []
+            for s in range(0, n, chunk):
+                logits = (h[s:s + chunk] @ weight.t()).float()
+                lse = torch.logsumexp(logits, dim=-1)
+                total += (lse - logits.gather(1, t[s:s + chunk, None]).squeeze(1)).sum()
+                lses.append(lse)
+            ctx.save_for_backward(hidden, weight, targets, torch.cat(lses))
+            ctx.chunk = chunk
+            return total / n
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            hidden, weight, targets, lse = ctx.saved_tensors
+            chunk = ctx.chunk
+            h = hidden.reshape(-1, hidden.size(-1))
+            t = targets.reshape(-1)
+            n = h.size(0)
+            grad_h = torch.empty_like(h)
+            grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
+            scale = grad_out / n
+            for s in range(0, n, chunk):
+                hc = h[s:s + chunk]
+                p = torch.exp((hc @ weight.t()).float() - lse[s:s + chunk, None])
+                p[torch.arange(p.size(0), device=p.device), t[s:s + chunk]] -= 1.0
+                p = (p * scale).to(weight.dtype)
+                grad_h[s:s + chunk] = p @ weight
+                grad_w += (p.t() @ hc).float()
+            return grad_h.view_as(hidden), grad_w.to(weight.dtype), None, None
+
+    return ChunkedCrossEntropy
+
+
+_CE = None
+
+
+def chunked_cross_entropy(hidden, weight, targets, chunk: int):
+    """Mean next-token cross-entropy of hidden @ weight.T against targets, `chunk` tokens at a time."""
+    global _CE
+    if _CE is None:
+        _CE = _chunked_ce_function()
+    return _CE.apply(hidden, weight, targets, chunk)
+
+
+def install_chunked_loss(model, chunk: int) -> bool:
+    """Make ``model.lm_head`` compute the loss itself when targets are set on it (see train.causal_lm_loss).
+
+    The lm_head module's own forward runs it, so ZeRO-3 gathers the weight for it as for any layer.
+    """
+    if chunk <= 0:
+        return False
+    head = model.lm_head
+    stock = head.forward
+
+    def forward(self, hidden_states):
+        targets = getattr(self, "_ascendops_targets", None)
+        if targets is None:
+            return stock(hidden_states)
+        return chunked_cross_entropy(hidden_states, self.weight, targets, chunk)
+
+    head.forward = types.MethodType(forward, head)
+    return True

@@ -1,0 +1,363 @@
+"""Unit tests of the issue-11 features: fused-kernel wiring, chunked loss, selective recompute, NPU
+environment, device ids in containers, ZeRO choices, data formats and document boundaries."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+
+import _trainer_helpers  # noqa: F401  (puts payload/src on sys.path)
+import numpy as np
+import pytest
+
+from ascendops_trainer.config import ConfigError, build_config
+from ascendops_trainer.engine import deepspeed_config, hpz_partition_size, resolve_zero_stage
+from ascendops_trainer.model import build_hf_config, param_counts
+from ascendops_trainer.parallel import (
+    LaunchInfo,
+    RankTableError,
+    check_rank_table,
+    check_rank_table_env,
+    npu_env_defaults,
+    parse_rank_table,
+    visible_devices,
+)
+
+# ---------------------------------------------------------------- model: kernels, loss, recompute
+
+
+def _debug_pair(**model_overrides):
+    """Two identical debug models (same weights), fp32, CPU."""
+    import torch
+
+    from ascendops_trainer.model import build_model
+
+    cfg = build_config({f"model.{k}": v for k, v in model_overrides.items()})
+    hf = build_hf_config(cfg.model, "cpu")
+    torch.manual_seed(0)
+    a = build_model(cfg.model, hf, torch.float32)
+    b = build_model(cfg.model, hf, torch.float32)
+    b.load_state_dict(a.state_dict())
+    return cfg, a, b
+
+
+def test_fused_kernel_wiring_matches_stock_model():
+    """Routing RMSNorm, RoPE and SwiGLU through kernels with the NPU kernels' signatures (plain-PyTorch
+    reference versions here) computes what the stock transformers model computes, forward and backward."""
+    import torch
+
+    from ascendops_trainer.kernels import REFERENCE, apply_fused_kernels, restore_stock_rope
+
+    cfg, stock, fused = _debug_pair(loss_chunk_tokens=0)
+    try:
+        assert apply_fused_kernels(fused, cfg.model, REFERENCE) == ["rms_norm", "swiglu", "rope"]
+        ids = torch.randint(0, 512, (2, 33), generator=torch.Generator().manual_seed(1))
+        out_fused = fused(input_ids=ids).logits
+        out_fused.float().pow(2).mean().backward()
+        restore_stock_rope()
+        out_stock = stock(input_ids=ids).logits
+        out_stock.float().pow(2).mean().backward()
+    finally:
+        restore_stock_rope()
+    torch.testing.assert_close(out_fused, out_stock, rtol=1e-5, atol=1e-5)
+    for (name, p), q in zip(stock.named_parameters(), fused.parameters(), strict=True):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-6, msg=name)
+    # a switch that is off leaves that op stock
+    cfg2 = build_config({"model.fused_swiglu": "false", "model.fused_rope": "false"})
+    _, _, m = _debug_pair()
+    assert apply_fused_kernels(m, cfg2.model, REFERENCE) == ["rms_norm"]
+    assert apply_fused_kernels(m, cfg2.model, None) == []  # no torch_npu: nothing patched
+
+
+def test_chunked_cross_entropy_equals_full_logits():
+    import torch
+    import torch.nn.functional as F
+
+    from ascendops_trainer.kernels import chunked_cross_entropy
+
+    g = torch.Generator().manual_seed(0)
+    h = torch.randn(3, 11, 16, generator=g, requires_grad=True)
+    w = torch.randn(50, 16, generator=g, requires_grad=True)
+    t = torch.randint(0, 50, (3, 11), generator=g)
+    ref = F.cross_entropy((h @ w.t()).float().reshape(-1, 50), t.reshape(-1))
+    gh, gw = torch.autograd.grad(ref, (h, w))
+    got = chunked_cross_entropy(h, w, t, 7)  # 33 tokens in chunks of 7: uneven last chunk
+    ch, cw = torch.autograd.grad(got, (h, w))
+    torch.testing.assert_close(got, ref)
+    torch.testing.assert_close(ch, gh)
+    torch.testing.assert_close(cw, gw)
+
+
+def test_model_loss_through_chunked_head_equals_stock_loss():
+    import torch
+
+    from ascendops_trainer.train import causal_lm_loss
+
+    _, chunked, _ = _debug_pair(loss_chunk_tokens=16)
+    _, stock, _ = _debug_pair(loss_chunk_tokens=0)
+    stock.load_state_dict(chunked.state_dict())
+    batch = torch.randint(0, 512, (2, 41), generator=torch.Generator().manual_seed(2))
+    a, b = causal_lm_loss(chunked, batch), causal_lm_loss(stock, batch)
+    a.backward()
+    b.backward()
+    torch.testing.assert_close(a, b)
+    torch.testing.assert_close(chunked.lm_head.weight.grad, stock.lm_head.weight.grad)
+    assert chunked(input_ids=batch[:, :-1]).logits.shape == (2, 40, 512)  # no targets set: plain logits
+
+
+def test_selective_activation_checkpointing_every_k_layers():
+    from ascendops_trainer.model import enable_activation_checkpointing
+
+    _, m, _ = _debug_pair(num_layers=5)
+    assert enable_activation_checkpointing(m, 2) == [0, 2, 4]
+    assert [layer.gradient_checkpointing for layer in m.model.layers] == [True, False, True, False, True]
+    assert enable_activation_checkpointing(m, 1) == [0, 1, 2, 3, 4]
+
+
+def test_tied_embeddings_count_once_in_flops_n():
+    untied = build_hf_config(build_config({}).model)
+    tied = build_hf_config(build_config({}).model)
+    tied.tie_word_embeddings = True
+    u, t = param_counts(untied), param_counts(tied)
+    vh = untied.vocab_size * untied.hidden_size
+    assert u.total - t.total == vh  # one matrix fewer
+    assert u.non_embedding == u.total - vh  # untied: lm_head in N, input embedding out
+    assert t.non_embedding == t.total  # tied: the shared matrix counted once, as the lm_head
+    assert t.non_embedding == u.non_embedding  # the same matmuls are done either way
+
+
+def test_attn_implementation_auto():
+    from ascendops_trainer.model import resolve_attn_implementation
+
+    assert resolve_attn_implementation("auto", "npu") == "flash_attention_2"
+    assert resolve_attn_implementation("auto", "cpu") == "sdpa"
+    with pytest.raises(ConfigError, match="flash_attention_2 needs an NPU"):
+        resolve_attn_implementation("flash_attention_2", "cpu")
+
+
+# ---------------------------------------------------------------- DeepSpeed config
+
+
+def test_bf16_accumulates_and_reduces_gradients_in_fp32():
+    cfg = build_config({"parallel.zero_stage": "3"})
+    ds = deepspeed_config(cfg, 1, "bf16")
+    assert ds["data_types"] == {"grad_accum_dtype": "fp32"} and ds["communication_data_type"] == "fp32"
+    assert "data_types" not in deepspeed_config(cfg, 1, "fp32")
+    low = build_config({"parallel.zero_stage": "2", "train.grad_accum_dtype": "bf16"})
+    assert deepspeed_config(low, 1, "bf16")["data_types"] == {"grad_accum_dtype": "bf16"}
+    with pytest.raises(ConfigError, match="needs parallel.zero_stage >= 1"):
+        deepspeed_config(build_config({"parallel.zero_stage": "0"}), 1, "bf16")
+
+
+def test_zero_stage_auto_and_hierarchical_partitioning():
+    big = build_hf_config(build_config({"model.preset": "llama3-70b"}).model)
+    small = build_hf_config(build_config({}).model)
+    auto = build_config({})
+    gib64 = 64 * 2**30
+    assert resolve_zero_stage(auto, 8, param_counts(small).total, "bf16", gib64) == 2
+    assert resolve_zero_stage(auto, 64, param_counts(big).total, "bf16", gib64) == 3  # 141 GB of bf16 weights
+    assert resolve_zero_stage(auto, 8, param_counts(small).total, "bf16", None) == 3  # memory unknown
+    assert resolve_zero_stage(build_config({"parallel.zero_stage": "1"}), 8, 1, "bf16", gib64) == 1
+    z3 = build_config({"parallel.zero_stage": "3"})
+    assert hpz_partition_size(z3, 16, 8) == 8  # two nodes: gathers stay inside the node
+    assert hpz_partition_size(z3, 8, 8) == 1  # one node: nothing to gain
+    ds = deepspeed_config(build_config({"parallel.zero_stage": "3", "train.global_batch_size": "32",
+                                        "train.micro_batch_size": "1", "parallel.prefetch_bucket_size": "1234"}),
+                          16, "bf16", devices_per_node=8)
+    assert ds["zero_optimization"]["zero_hpz_partition_size"] == 8
+    assert ds["zero_optimization"]["stage3_prefetch_bucket_size"] == 1234
+    with pytest.raises(ConfigError, match="does not divide the data-parallel size 12"):
+        hpz_partition_size(build_config({"parallel.zero_stage": "3", "parallel.zero_hpz_partition_size": "8"}),
+                           12, 4)
+
+
+# ---------------------------------------------------------------- NPU environment, devices, rank table
+
+
+def test_npu_env_defaults_and_overrides():
+    env = npu_env_defaults({})
+    assert env == {"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True", "TASK_QUEUE_ENABLE": "2",
+                   "CPU_AFFINITY_CONF": "1"}  # no rank table: HCCL's own connect timeout
+    with_table = npu_env_defaults({"RANK_TABLE_FILE": "/etc/ascendops/rank_table.json", "TASK_QUEUE_ENABLE": "1"})
+    assert with_table["HCCL_CONNECT_TIMEOUT"] == "1200"
+    assert "TASK_QUEUE_ENABLE" not in with_table  # the environment's value wins
+    assert "HCCL_CONNECT_TIMEOUT" not in npu_env_defaults({"RANK_TABLE_FILE": "x", "HCCL_CONNECT_TIMEOUT": "600"})
+
+
+def test_visible_devices_in_a_container_with_a_subset_of_npus():
+    assert visible_devices({}) is None
+    assert visible_devices({"ASCEND_VISIBLE_DEVICES": "4-7"}) == [4, 5, 6, 7]
+    assert visible_devices({"ASCEND_VISIBLE_DEVICES": "0-2,4"}) == [0, 1, 2, 4]
+    assert visible_devices({"ASCEND_VISIBLE_DEVICES": "4-7", "ASCEND_RT_VISIBLE_DEVICES": "1,3"}) == [5, 7]
+    assert visible_devices({"ASCEND_RT_VISIBLE_DEVICES": "2,3"}) == [2, 3]
+    with pytest.raises(RankTableError, match="the container has only 2 NPUs"):
+        visible_devices({"ASCEND_VISIBLE_DEVICES": "1,3", "ASCEND_RT_VISIBLE_DEVICES": "2"})
+    # container given host NPUs 4 and 5: the rank table names the host's ids 4, 5; local ranks use 0, 1
+    servers = parse_rank_table(_trainer_helpers.rank_table([("10.0.0.11", [4, 5])]))
+    launch = LaunchInfo(rank=1, world_size=2, local_rank=1, local_world_size=2, node_rank=0, torchrun=True)
+    assert check_rank_table(servers, launch, {"ASCEND_VISIBLE_DEVICES": "4,5"})["server_id"] == "10.0.0.11"
+    with pytest.raises(RankTableError, match=r"would use device 1 \(ASCEND_VISIBLE_DEVICES=0,1\)"):
+        check_rank_table(servers, launch, {"ASCEND_VISIBLE_DEVICES": "0,1"})
+
+
+def test_rank_table_symlink_is_refused(tmp_path):
+    real = tmp_path / "hccl.json"
+    real.write_text(_trainer_helpers.rank_table([("10.0.0.11", [0])]))
+    link = tmp_path / "rank_table.json"
+    link.symlink_to(real)
+    launch = LaunchInfo(0, 1, 0, 1, 0, torchrun=True)
+    with pytest.raises(RankTableError, match=f"RANK_TABLE_FILE={link} is a symbolic link \\(to {real}\\)"):
+        check_rank_table_env(launch, {"RANK_TABLE_FILE": str(link)})
+    assert check_rank_table_env(launch, {"RANK_TABLE_FILE": str(real)})["server_id"] == "10.0.0.11"
+
+
+# ---------------------------------------------------------------- data
+
+
+def test_prepare_formats_workers_val_split_and_boundaries(prepared, tmp_path):
+    from _trainer_corpus import documents
+
+    from ascendops_trainer.data import DistributedLoader, TokenDataset, prepare
+
+    docs = documents(120, seed=3)
+    gz = tmp_path / "a.jsonl.gz"
+    with gzip.open(gz, "wt") as f:
+        for d in docs[:60]:
+            f.write(json.dumps({"text": d}) + "\n")
+    txt = tmp_path / "b.txt"
+    txt.write_text("\n\n".join(docs[60:]) + "\n")
+    one = prepare([str(gz), str(txt)], prepared["tokenizer"], str(tmp_path / "w1"), shard_tokens=1500,
+                  val_fraction=0.1, workers=1, batch_docs=8)
+    two = prepare([str(gz), str(txt)], prepared["tokenizer"], str(tmp_path / "w2"), shard_tokens=1500,
+                  val_fraction=0.1, workers=2, batch_docs=8)
+    assert one["num_documents"] + one["val_num_documents"] == 120
+    assert 3 <= one["val_num_documents"] <= 25 and one["val_num_tokens"] > 0
+    for key in ("num_tokens", "val_num_tokens", "num_documents"):
+        assert one[key] == two[key]
+    assert [s["sha256"] for s in one["shards"]] == [s["sha256"] for s in two["shards"]]  # worker count: same bytes
+
+    ds, val = TokenDataset(str(tmp_path / "w1")), TokenDataset(str(tmp_path / "w1"), split="val")
+    assert ds.has_boundaries and val.num_tokens == one["val_num_tokens"]
+    # every document starts with BOS (id 1) and ends with EOS: positions restart exactly after each EOS
+    toks = ds.tokens(0, ds.num_tokens)
+    pos = ds.positions(0, ds.num_tokens)
+    assert (pos == 0).sum() == one["num_documents"]
+    assert (toks[pos == 0] == one["bos_id"]).all()
+    starts = np.flatnonzero(pos == 0)
+    assert (toks[starts[1:] - 1] == one["eos_id"]).all()
+    # a window starting mid-document counts from its own start
+    window = ds.positions(starts[3] - 2, 10)
+    assert list(window[:3]) == [0, 1, 0] and window[3] == 1
+    loader = DistributedLoader(ds, 32, 2, 0, 1, seed=0, positions=True)
+    batch, bpos = loader.next_batch()
+    assert batch.shape == bpos.shape == (2, 33) and (bpos[:, 0] == 0).all()
+
+
+def test_prepare_parquet(prepared, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from ascendops_trainer.data import prepare
+
+    pq.write_table(pa.table({"text": ["the cat sees a red ball .", "we count one two three ."]}),
+                   tmp_path / "x.parquet", row_group_size=1)
+    idx = prepare([str(tmp_path / "x.parquet")], prepared["tokenizer"], str(tmp_path / "out"))
+    assert idx["num_documents"] == 2
+
+
+def test_prepare_refuses_unknown_input(prepared, tmp_path):
+    from ascendops_trainer.data import prepare
+
+    bad = tmp_path / "x.csv"
+    bad.write_text("a,b\n")
+    with pytest.raises(ValueError, match="unsupported input"):
+        prepare([str(bad)], prepared["tokenizer"], str(tmp_path / "out"))
+
+
+def test_old_version1_data_dir_still_loads(prepared, tmp_path):
+    """A directory prepared before document boundaries existed still trains (without masking)."""
+    from ascendops_trainer.data import TokenDataset
+
+    d = tmp_path / "v1"
+    shutil.copytree(prepared["data"], d)
+    idx = json.loads((d / "index.json").read_text())
+    for s in idx["shards"]:
+        s.pop("docs")
+        os.unlink(d / s["file"].replace(".bin", ".docs"))
+    idx.pop("val_shards")
+    (d / "index.json").write_text(json.dumps(idx))
+    ds = TokenDataset(str(d))
+    assert not ds.has_boundaries and ds.num_tokens == idx["num_tokens"]
+    assert TokenDataset(str(d), split="val").num_tokens == 0
+
+
+def test_packed_documents_line_up_inputs_targets_and_positions():
+    """Document masking packs a micro-batch into one row. With an attention that masks by the position
+    ids' segments (what the varlen flash kernel does on NPU), the packed loss equals the loss of the
+    samples run separately, and a document boundary inside a sample cuts attention there."""
+    import torch
+    import torch.nn.functional as F
+    from transformers import AttentionInterface
+
+    from ascendops_trainer.model import build_model
+    from ascendops_trainer.train import causal_lm_loss
+
+    def segment_sdpa(module, q, k, v, attention_mask, scaling=None, dropout=0.0, **kwargs):
+        pos = kwargs["position_ids"][0]
+        seg = torch.cumsum((pos == 0).long(), 0)
+        n = pos.numel()
+        causal = torch.ones(n, n, dtype=torch.bool).tril()
+        mask = causal & (seg[:, None] == seg[None, :])
+        k = k.repeat_interleave(q.size(1) // k.size(1), dim=1)
+        v = v.repeat_interleave(q.size(1) // v.size(1), dim=1)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scaling)
+        return out.transpose(1, 2).contiguous(), None
+
+    AttentionInterface.register("ascendops_test_segment_sdpa", segment_sdpa)
+    cfg = build_config({"model.attn_implementation": "sdpa"})
+    hf = build_hf_config(cfg.model, "cpu")
+    torch.manual_seed(0)
+    ref = build_model(cfg.model, hf, torch.float32).eval()
+    hf_seg = build_hf_config(cfg.model, "cpu")
+    hf_seg._attn_implementation = "ascendops_test_segment_sdpa"
+    seg = build_model(cfg.model, hf_seg, torch.float32).eval()
+    seg.load_state_dict(ref.state_dict())
+    batch = torch.randint(0, 512, (3, 17), generator=torch.Generator().manual_seed(4))
+    whole = torch.arange(17).repeat(3, 1)  # each sample one document
+    with torch.no_grad():
+        torch.testing.assert_close(causal_lm_loss(seg, batch, whole), causal_lm_loss(ref, batch))
+        # sample 0 holds two documents, split after token 8: same as running them separately
+        split = whole.clone()
+        split[0, 9:] = torch.arange(8)
+        a, b = batch[:1, :10], batch[:1, 9:]
+        parts = [causal_lm_loss(ref, a) * 9, causal_lm_loss(ref, b) * 7, causal_lm_loss(ref, batch[1:]) * 32]
+        torch.testing.assert_close(causal_lm_loss(seg, batch, split), sum(parts) / 48)
+
+
+def test_image_env_check_names_what_is_needed(monkeypatch):
+    import importlib.util
+    from pathlib import Path
+
+    payload = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("check_image_env", payload / "check-image-env.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    req = str(payload / "requirements.txt")
+
+    def image(torch_v, npu_v):
+        monkeypatch.setattr(mod, "_probe", lambda code: torch_v if "torch.__version__" in code else npu_v)
+
+    image("2.6.0", "2.6.0.post3")
+    assert mod.check(req, torch_from_image=True) == []
+    image("2.5.1", "2.5.1")
+    assert any("older than 2.6, which transformers 5 needs" in p for p in mod.check(req, True))
+    image("2.7.1+cpu", "2.6.0")
+    assert any("torch_npu 2.6.0 is built for torch 2.6, but the image has torch 2.7.1+cpu" in p
+               for p in mod.check(req, True))
+    image(None, None)
+    assert any("`import torch` fails" in p for p in mod.check(req, True))
+    assert mod.check(req, torch_from_image=False) == []  # torch comes from TORCH_SPEC
+    monkeypatch.setattr(mod.sys, "version_info", (3, 9, 18))
+    assert any("Python 3.9 is too old" in p for p in mod.check(req, False))
