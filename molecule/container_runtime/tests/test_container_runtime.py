@@ -120,8 +120,8 @@ def test_registry_password_appears_nowhere_in_the_run_log():
     log = _ephemeral("registry-run.log")
     assert len(secret) >= 30
     # the log is the real thing: -vvv module arguments (in the callback's YAML or JSON form), the login
-    # task and its user are in it, so a login task without no_log would have put its stdin there
-    assert "Container runtime | Log in to the registry" in log and "ascendops-ci" in log
+    # task and the pulled reference are in it, so a login task without no_log would have put its stdin there
+    assert "Container runtime | Log in to the registry" in log and REGISTRY_IMAGE in log
     assert re.search(r'"?module_args"?:', log) and re.search(r'"?argv"?:', log)
     for form in (secret, base64.b64encode(f"ascendops-ci:{secret}".encode()).decode(),
                  base64.b64encode(secret.encode()).decode()):
