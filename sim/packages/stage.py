@@ -42,7 +42,8 @@ VERSION_RE = re.compile(r"^[0-9][0-9A-Za-z.]*$")
 def kernels_has_arch(version: str) -> bool:
     # Up to 8.0.RCx the kernels package is arch-independent (..._linux.run); from 8.0.0 it names
     # the arch (..._linux-<arch>.run). Consumers must accept both.
-    return "RC" not in version.upper()
+    numbers = [int(n) for n in re.findall(r"\d+", version)[:2]] + [0, 0]
+    return (numbers[0], numbers[1]) > (8, 0) or (numbers[0], numbers[1]) == (8, 0) and "RC" not in version.upper()
 
 
 def file_name(kind: str, version: str, arch: str) -> str:
