@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version import compare
-
 _LINE = re.compile(r"^(?P<digest>[0-9a-fA-F]{64}) [ *](?P<name>\S.*)$")
 
 
@@ -35,19 +33,16 @@ def sha256sums(text):
     return result
 
 
-_LEADING_NUMBERS = re.compile(r"^\D*(\d+)(?:\.(\d+))?")
+_LEADING_NUMBERS = re.compile(r"^v?(\d+)(?:\.(\d+))?", re.IGNORECASE)
+_RC = re.compile(r"(?:^|[._-])rc\d", re.IGNORECASE)
 
 
-def _before(version, major, minor):
-    """Whether a CANN version is older than major.minor.0; build-internal strings (T builds) that do
-    not compare are judged by their leading numbers."""
-    try:
-        return compare(version, f"{major}.{minor}.0") < 0
-    except ValueError:
-        m = _LEADING_NUMBERS.match(str(version))
-        if not m:
-            raise ValueError(f"cann_package_files: {version!r} is not a CANN version") from None
-        return (int(m.group(1)), int(m.group(2) or 0)) < (major, minor)
+def _release(version):
+    """(major, minor) of a CANN version by its leading numbers: works for RC, alpha and T builds."""
+    m = _LEADING_NUMBERS.match(str(version))
+    if not m:
+        raise ValueError(f"cann_package_files: {version!r} is not a CANN version")
+    return int(m.group(1)), int(m.group(2) or 0)
 
 
 def cann_package_files(version, chip, arch):
@@ -60,9 +55,10 @@ def cann_package_files(version, chip, arch):
     version = str(version).strip()
     if not version:
         raise ValueError("cann_package_files: empty CANN version")
-    if _before(version, 8, 0):
+    release = _release(version)
+    if release < (8, 0) or (release == (8, 0) and _RC.search(version)):
         kernels = f"Ascend-cann-kernels-{chip}_{version}_linux.run"
-    elif _before(version, 8, 5):
+    elif release < (8, 5):
         kernels = f"Ascend-cann-kernels-{chip}_{version}_linux-{arch}.run"
     else:
         kernels = f"Ascend-cann-{chip}-ops_{version}_linux-{arch}.run"
