@@ -33,8 +33,40 @@ def sha256sums(text):
     return result
 
 
+_LEADING_NUMBERS = re.compile(r"^v?(\d+)(?:\.(\d+))?", re.IGNORECASE)
+_RC = re.compile(r"(?:^|[._-])rc\d", re.IGNORECASE)
+
+
+def _release(version):
+    """(major, minor) of a CANN version by its leading numbers: works for RC, alpha and T builds."""
+    m = _LEADING_NUMBERS.match(str(version))
+    if not m:
+        raise ValueError(f"cann_package_files: {version!r} is not a CANN version")
+    return int(m.group(1)), int(m.group(2) or 0)
+
+
+def cann_package_files(version, chip, arch):
+    """Vendor file names of a CANN release: ``{"toolkit": ..., "kernels": ...}``.
+
+    Kernels: ``Ascend-cann-kernels-<chip>_<ver>_linux.run`` up to 8.0.RCx (arch-independent),
+    ``Ascend-cann-kernels-<chip>_<ver>_linux-<arch>.run`` from 8.0.0, and from CANN 8.5 the operator
+    package ``Ascend-cann-<chip>-ops_<ver>_linux-<arch>.run``.
+    """
+    version = str(version).strip()
+    if not version:
+        raise ValueError("cann_package_files: empty CANN version")
+    release = _release(version)
+    if release < (8, 0) or (release == (8, 0) and _RC.search(version)):
+        kernels = f"Ascend-cann-kernels-{chip}_{version}_linux.run"
+    elif release < (8, 5):
+        kernels = f"Ascend-cann-kernels-{chip}_{version}_linux-{arch}.run"
+    else:
+        kernels = f"Ascend-cann-{chip}-ops_{version}_linux-{arch}.run"
+    return {"toolkit": f"Ascend-cann-toolkit_{version}_linux-{arch}.run", "kernels": kernels}
+
+
 class FilterModule:
     """Package manifest filters."""
 
     def filters(self):
-        return {"sha256sums": sha256sums}
+        return {"sha256sums": sha256sums, "cann_package_files": cann_package_files}

@@ -1,7 +1,7 @@
 """sha256sums: the package manifest every package is checked against."""
 
 import pytest
-from ansible_collections.ascendops.cluster.plugins.filter.packages import FilterModule, sha256sums
+from ansible_collections.ascendops.cluster.plugins.filter.packages import FilterModule, cann_package_files, sha256sums
 
 A = "a" * 64
 B = "B" * 64
@@ -34,3 +34,26 @@ def test_conflicting_entries_are_an_error():
 
 def test_registered_with_ansible():
     assert FilterModule().filters()["sha256sums"] is sha256sums
+
+
+# ------------------------------------------------------------------ cann_package_files
+
+@pytest.mark.parametrize("version, kernels", [
+    ("8.0.RC3", "Ascend-cann-kernels-910b_8.0.RC3_linux.run"),
+    ("8.0.0", "Ascend-cann-kernels-910b_8.0.0_linux-aarch64.run"),
+    ("8.1.RC1", "Ascend-cann-kernels-910b_8.1.RC1_linux-aarch64.run"),
+    ("8.0.0.alpha002", "Ascend-cann-kernels-910b_8.0.0.alpha002_linux-aarch64.run"),
+    ("8.3.T5.0.B028", "Ascend-cann-kernels-910b_8.3.T5.0.B028_linux-aarch64.run"),
+    ("8.5.0", "Ascend-cann-910b-ops_8.5.0_linux-aarch64.run"),
+    ("9.0.RC1", "Ascend-cann-910b-ops_9.0.RC1_linux-aarch64.run"),
+])
+def test_cann_package_files(version, kernels):
+    files = cann_package_files(version, "910b", "aarch64")
+    assert files == {"toolkit": f"Ascend-cann-toolkit_{version}_linux-aarch64.run", "kernels": kernels}
+    assert FilterModule().filters()["cann_package_files"] is cann_package_files
+
+
+@pytest.mark.parametrize("bad", ["", "latest"])
+def test_cann_package_files_refuses_non_versions(bad):
+    with pytest.raises(ValueError):
+        cann_package_files(bad, "910b", "aarch64")

@@ -136,7 +136,8 @@ FAKE_RUN = textwrap.dedent(r"""
     esac
     case "$KIND" in
       driver|firmware) rec="$path/$KIND/version.info";;
-      toolkit) rec="$path/ascend-toolkit/latest/$ARCH-linux/ascend_toolkit_install.info";;
+      toolkit) rec="$path/ascend-toolkit/latest/$ARCH-linux/ascend_toolkit_install.info"
+               same="$path/ascend-toolkit/$VERSION/$ARCH-linux/ascend_toolkit_install.info";;
       kernels) rec="$path/ascend-toolkit/latest/opp_kernel/version.info";;
       docker_runtime) rec="$path/Ascend-Docker-Runtime/version.info";;
     esac
@@ -149,7 +150,8 @@ FAKE_RUN = textwrap.dedent(r"""
     if [ "$action" = upgrade ] && { [ -n "$user$group" ] || [ -n "$forall" ]; }; then
       echo "[ERROR]--upgrade cannot be used with --install-username, --install-usergroup or --install-for-all"; exit 1
     fi
-    if [ "$action" = "$fresh" ] && [ -f "$rec" ]; then
+    # CANN toolkit versions install side by side: only the same version counts as installed
+    if [ "$action" = "$fresh" ] && [ -f "${same:-$rec}" ]; then
       echo "[ERROR]$KIND is already installed, use --upgrade"; exit 1
     fi
     if [ "$action" = upgrade ] && [ ! -f "$rec" ]; then

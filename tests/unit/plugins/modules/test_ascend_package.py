@@ -480,7 +480,7 @@ def test_full_on_installed_host_is_not_attempted(run, make_package, root):
 # ------------------------------------------------------------------ toolkit, kernels, docker runtime
 
 
-def test_toolkit_fresh_then_upgrade_through_latest_link(run, make_package, root):
+def test_toolkit_fresh_then_a_new_version_beside_through_latest_link(run, make_package, root):
     old = make_package("Ascend-cann-toolkit_8.0.RC3_linux-aarch64.run", "toolkit", "8.0.RC3")
     res = run(old, install_username=USER, install_usergroup=GROUP)
     assert not res.get("failed"), res.get("msg")
@@ -490,11 +490,15 @@ def test_toolkit_fresh_then_upgrade_through_latest_link(run, make_package, root)
     new = make_package(TOOLKIT, "toolkit", "8.0.0")
     res = run(new, install_username=USER, install_usergroup=GROUP)
     assert not res.get("failed"), res.get("msg")
-    assert res["action"] == "upgrade" and res["version_before"] == "8.0.RC3"
-    assert new.argvs()[-1] == ["--upgrade", f"--install-path={root}", "--quiet", "--nox11"]
+    # CANN versions live side by side: a new version is a fresh --install beside the old one
+    assert res["action"] == "install" and res["version_before"] == "8.0.RC3"
+    assert new.argvs()[-1] == ["--install", f"--install-path={root}", f"--install-username={USER}",
+                               f"--install-usergroup={GROUP}", "--quiet", "--nox11"]
     assert res["version_after"] == "8.0.0"
     assert os.readlink(os.path.join(root, "ascend-toolkit", "latest")) == "8.0.0"
     assert run(new)["action"] == "none"
+    # an installed version that latest no longer points at is still "installed": nothing to do
+    assert run(old)["action"] == "none"
 
 
 def test_kernels_name_without_arch(run, make_package, root):
