@@ -525,6 +525,8 @@ def main():
     if module.check_mode:
         result["version_after"] = version
         result["reboot_required"] = kind in ("driver", "firmware")
+        if result["reboot_required"]:
+            result["reboot_reasons"] = [f"check mode: the {kind} would be installed and may need a reboot to run"]
         module.exit_json(failed=False, **result)
 
     # 7. install
