@@ -51,6 +51,8 @@ def check_role(role: Path) -> list[str]:
         allowed = TYPES.get(kind)
         if allowed is None:
             errors.append(f"{role.name}: {name}: unknown type {kind!r}")
+        elif isinstance(value, str) and "{{" in value:
+            pass  # a template (e.g. "{{ ascend_npus_per_node }}"): its type is known only when rendered
         elif (value is not None and not isinstance(value, allowed)) or (kind == "int" and isinstance(value, bool)):
             errors.append(f"{role.name}: {name}: type {kind} but defaults/main.yml holds "
                           f"{type(value).__name__} {value!r}")

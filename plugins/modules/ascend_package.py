@@ -249,6 +249,7 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version i
     compare,
     versions_equal,
 )
+from ansible_collections.ascendops.cluster.plugins.module_utils.cann_info import package_state  # noqa: E402
 from ansible_collections.ascendops.cluster.plugins.module_utils.run_package import (  # noqa: E402
     DEFAULT_INSTALL_LOG,
     PACKAGE_KINDS,
@@ -257,7 +258,6 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.run_package impo
     classify_installer_output,
     parse_package_filename,
 )
-from ansible_collections.ascendops.cluster.plugins.module_utils.cann_info import package_state  # noqa: E402
 
 FRESH_FLAGS = {
     "driver": "--full",

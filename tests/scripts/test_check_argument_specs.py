@@ -51,3 +51,14 @@ def test_role_without_spec_fails_unless_internal(tmp_path):
 
 def test_the_repository_roles_match():
     assert check.main([str(REPO / "roles")]) == 0
+
+
+def test_templated_default_is_not_type_checked(tmp_path):
+    """A default that is a template (a collection-wide setting) has no type until rendered."""
+    role = tmp_path / "r"
+    (role / "defaults").mkdir(parents=True)
+    (role / "meta").mkdir()
+    (role / "defaults" / "main.yml").write_text('r_n: "{{ ascend_npus_per_node }}"\n')
+    (role / "meta" / "argument_specs.yml").write_text(
+        'argument_specs:\n  main:\n    options:\n      r_n:\n        type: int\n        default: "{{ ascend_npus_per_node }}"\n')
+    assert check.check_role(role) == []
