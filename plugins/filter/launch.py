@@ -105,6 +105,45 @@ def collective_verdict(report, min_bandwidth_gbs=0.0, min_size_bytes=0):
             "slow_sizes": [r["size_bytes"] for r in slow], "slowest_node": slowest, "best_bandwidth_gbs": best}
 
 
+def key_value_lines(text):
+    """``KEY=value`` lines (``systemctl show``, an environment file) into a dict; the first ``=`` splits,
+    comments and other lines are skipped."""
+    result = {}
+    for line in str(text or "").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, value = line.split("=", 1)
+        result[key.strip()] = value
+    return result
+
+
+def _fmt(value, spec):
+    return "n/a" if value is None else format(value, spec)
+
+
+def node_status_line(status):
+    """One line per node for the status report, from the launch role's per-node status dict
+    {node, state, node_rank, nproc, restarts, started, progress (train_progress), errors}."""
+    p = status.get("progress") or {}
+    head = (f"{status.get('node')}: {status.get('state')}, node_rank {status.get('node_rank')} "
+            f"({status.get('nproc')} ranks), restarts {status.get('restarts')}, started {status.get('started') or '-'}")
+    if p.get("step") is not None:
+        body = (f"step {p['step']}/{p.get('total_steps')}, loss {_fmt(p.get('loss'), '.4f')} "
+                f"(first {_fmt(p.get('first_loss'), '.4f')}), "
+                f"{_fmt(p.get('tokens_per_s_per_device'), ',.0f')} tokens/s per device")
+    elif str(status.get("node_rank")) != "0":
+        body = "no step logged here (rank 0 on the first server logs the metrics)"
+    else:
+        body = "no step logged yet"
+    tail = f", last checkpoint {p.get('last_checkpoint') or 'none'}"
+    if p.get("resumed_from"):
+        tail += f", resumed from {p['resumed_from']}"
+    if status.get("errors"):
+        tail += "; errors: " + ", ".join(e["code"] for e in status["errors"])
+    return f"{head}; {body}{tail}"
+
+
 def hccl_test_results(text):
     """Rows of CANN's hccl_test output (see module_utils/hccl_test.py)."""
     return parse_hccl_test(text)
@@ -124,5 +163,7 @@ class FilterModule:
 
     def filters(self):
         return {"hccl_errors": hccl_errors, "train_progress": train_progress,
-                "collective_verdict": collective_verdict, "hccl_test_results": hccl_test_results,
+                "collective_verdict": collective_verdict, "key_value_lines": key_value_lines,
+                "node_status_line": node_status_line,
+                "hccl_test_results": hccl_test_results,
                 "hccl_test_verdict": hccl_test_verdict, "npu_processes": npu_processes}

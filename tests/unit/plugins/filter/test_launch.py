@@ -9,6 +9,8 @@ from ansible_collections.ascendops.cluster.plugins.filter.launch import (
     collective_verdict,
     hccl_errors,
     hccl_test_results,
+    key_value_lines,
+    node_status_line,
     npu_processes,
     train_progress,
 )
@@ -113,5 +115,25 @@ def test_npu_processes_on_the_vendor_samples():
 
 
 def test_filters_registered():
-    assert set(FilterModule().filters()) == {"hccl_errors", "train_progress", "collective_verdict",
-                                             "hccl_test_results", "hccl_test_verdict", "npu_processes"}
+    assert set(FilterModule().filters()) == {
+        "hccl_errors", "train_progress", "collective_verdict", "key_value_lines", "node_status_line",
+        "hccl_test_results", "hccl_test_verdict", "npu_processes"}
+
+
+def test_key_value_lines_split_at_the_first_equals_sign():
+    text = "ActiveState=active\nExecMainStartTimestamp=Mon 2026-11-30 10:00:00 UTC\n# c\nX=a=b\nnoise\n"
+    assert key_value_lines(text) == {"ActiveState": "active", "ExecMainStartTimestamp": "Mon 2026-11-30 10:00:00 UTC",
+                                     "X": "a=b"}
+
+
+def test_node_status_line_of_the_first_server_and_of_another_one():
+    first = {"node": "node1", "state": "active/running", "node_rank": 0, "nproc": "2", "restarts": 0,
+             "started": "Mon 2026-11-30 10:00:00 UTC", "progress": train_progress(LOG), "errors": []}
+    assert node_status_line(first) == (
+        "node1: active/running, node_rank 0 (2 ranks), restarts 0, started Mon 2026-11-30 10:00:00 UTC; "
+        "step 10/40, loss 7.5000 (first 10.8123), 2,048 tokens/s per device, last checkpoint step_00000010")
+    other = dict(first, node="node2", node_rank="1", progress=train_progress(""),
+                 errors=hccl_errors("EI0006 Getting socket times out"), state="failed/failed")
+    line = node_status_line(other)
+    assert line.startswith("node2: failed/failed, node_rank 1")
+    assert "no step logged here" in line and line.endswith("last checkpoint none; errors: EI0006")
