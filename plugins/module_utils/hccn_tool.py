@@ -22,6 +22,7 @@ could not read. Only the standard library is used (runs on target hosts, Python 
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 import time
 from collections import OrderedDict
@@ -291,3 +292,74 @@ def diff_text(device, state):
             value = "enabled" if value else "disabled"
         lines.append("{}: {}".format(key, "" if value is None else value))
     return "# device {}\n{}\n".format(device, "\n".join(lines))
+
+
+# --------------------------------------------------------------------------------------------
+# Module bodies (plugins/modules/hccn.py, plugins/modules/hccn_info.py)
+# --------------------------------------------------------------------------------------------
+
+DRIVER_HINT = ("is the NPU driver installed and running on this host? (run the npu_driver stage; "
+               "a host waiting for its reboot cannot use hccn_tool)")
+_DAVINCI_RE = re.compile(r"^davinci(\d+)$")
+
+
+def _tool(module):
+    p = module.params
+    return HccnTool(lambda argv: module.run_command(argv), path=p["hccn_tool"],
+                    retries=p["retries"], delay=p["delay"])
+
+
+def _require_tool(module):
+    path = module.params["hccn_tool"]
+    if not os.access(path, os.X_OK):
+        module.fail_json(msg=f"hccn_tool not found at {path}: {DRIVER_HINT}")
+
+
+def hccn_module(module):
+    """plugins/modules/hccn.py: one device NIC to the wanted settings (check mode, diff)."""
+    p = module.params
+    _require_tool(module)
+    device = p["device"]
+    want = {key: p[key] for key in FIELDS}
+    try:
+        result = HccnDevice(_tool(module), device).apply(want, check_mode=module.check_mode)
+    except HccnError as exc:
+        module.fail_json(msg=f"device {device}: {exc}", device=device)
+    out = dict(changed=result["changed"], device=device, before=result["before"], after=result["after"],
+               commands=[" ".join(["-i", str(device)] + c) for c in result["commands"]])
+    if module._diff:
+        out["diff"] = {"before": diff_text(device, result["before"]), "after": diff_text(device, result["after"]),
+                       "before_header": f"hccn_tool -i {device}", "after_header": f"hccn_tool -i {device}"}
+    module.exit_json(**out)
+
+
+def discover_devices(dev_dir="/dev"):
+    """Device indexes from the driver's ``/dev/davinciN`` nodes (one per chip / device NIC)."""
+    try:
+        names = os.listdir(dev_dir)
+    except OSError:
+        return []
+    return sorted(int(m.group(1)) for m in (_DAVINCI_RE.match(n) for n in names) if m)
+
+
+def hccn_info_module(module):
+    """plugins/modules/hccn_info.py: status of every device NIC, and optional pings."""
+    p = module.params
+    _require_tool(module)
+    devices = p["devices"] if p["devices"] is not None else discover_devices()
+    if not devices:
+        module.fail_json(msg=f"no /dev/davinciN device on this host: {DRIVER_HINT}")
+    tool = _tool(module)
+    status = []
+    try:
+        for device in devices:
+            status.append(tool.status(device))
+        pings = []
+        for target in p["ping"]:
+            result = tool.ping(target["device"], target["address"], p["ping_count"])
+            result.update(device=str(target["device"]), address=target["address"],
+                          ok=result["received"] > 0 and result["received"] == result["transmitted"])
+            pings.append(result)
+    except HccnError as exc:
+        module.fail_json(msg=f"{exc}; {DRIVER_HINT}" if "rc=" in str(exc) else str(exc))
+    module.exit_json(changed=False, devices=status, pings=pings)
