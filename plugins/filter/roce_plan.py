@@ -24,9 +24,18 @@ def _network(address, netmask):
 
 
 def _host_networks(node):
-    """[(interface, network)] from "eth0 10.0.0.11/255.255.255.0" entries."""
+    """[(interface, network)] from "eth0 10.0.0.11/255.255.255.0" entries or interface facts
+    (``ansible_facts[iface]``: ``device``, ``ipv4``, ``ipv4_secondaries``)."""
     out = []
     for entry in node.get("host_networks") or []:
+        if isinstance(entry, dict):
+            addrs = ([entry["ipv4"]] if isinstance(entry.get("ipv4"), dict) else []) + list(
+                entry.get("ipv4_secondaries") or [])
+            for addr in addrs:
+                net = _network(addr.get("address"), addr.get("netmask"))
+                if net is not None and not net.is_loopback:
+                    out.append((entry.get("device") or "?", net))
+            continue
         iface, _, cidr = str(entry).strip().rpartition(" ")
         try:
             out.append((iface or "?", ipaddress.IPv4Network(cidr, strict=False)))
@@ -168,8 +177,38 @@ def roce_plan(nodes):
     return {"devices": plan, "errors": errors}
 
 
+def roce_problems(info, plan, host, expected_speed_mbps=0):
+    """Failures of one node's device NICs, from an ``hccn_info`` result and the node's plan entries.
+
+    One message per problem, each naming the node and the NPU: link not UP, net health not
+    ``Success``, speed not ``expected_speed_mbps`` (0 = not checked), address read back not the
+    planned one, and every ping that did not get all its packets back (which node and NPU could not
+    be reached, at which address).
+    """
+    problems = []
+    planned = {str(d["device_id"]): d for d in plan or []}
+    for dev in (info or {}).get("devices", []):
+        label = f"{host} NPU {dev['device_id']}"
+        if dev.get("link") != "UP":
+            problems.append(f"{label}: link is {dev.get('link') or 'unknown'}")
+        if dev.get("health") != "Success":
+            problems.append(f"{label}: net health is {dev.get('health') or 'unknown'}")
+        if expected_speed_mbps and int(expected_speed_mbps) > 0 and dev.get("speed_mbps") != int(expected_speed_mbps):
+            problems.append(f"{label}: speed is {dev.get('speed_mbps')} Mb/s, expected {expected_speed_mbps}")
+        want = planned.get(str(dev["device_id"]))
+        if want and (dev.get("address"), dev.get("netmask")) != (want["address"], want["netmask"]):
+            problems.append(f"{label}: address is {dev.get('address')}/{dev.get('netmask')}, the plan says "
+                            f"{want['address']}/{want['netmask']}")
+    for ping in (info or {}).get("pings", []):
+        if not ping.get("ok"):
+            peer = f"{ping.get('host', '?')} NPU {ping.get('device_id', ping.get('device'))}"
+            problems.append(f"{host} NPU {ping.get('device')} cannot reach {peer} ({ping.get('address')}): "
+                            f"{ping.get('received')}/{ping.get('transmitted')} packets received")
+    return problems
+
+
 class FilterModule:
     """Device-NIC IP plan."""
 
     def filters(self):
-        return {"roce_plan": roce_plan}
+        return {"roce_plan": roce_plan, "roce_problems": roce_problems}

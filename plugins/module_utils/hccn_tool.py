@@ -350,14 +350,27 @@ def hccn_info_module(module):
     if not devices:
         module.fail_json(msg=f"no /dev/davinciN device on this host: {DRIVER_HINT}")
     tool = _tool(module)
+    phy_ids = p.get("phy_ids") or []
     status = []
     try:
         for device in devices:
-            status.append(tool.status(device))
+            entry = tool.status(device)
+            phy = phy_ids[device] if device < len(phy_ids) else None
+            entry["phy_id"] = str(device if phy in (None, "") else phy)
+            status.append(entry)
         pings = []
         for target in p["ping"]:
-            result = tool.ping(target["device"], target["address"], p["ping_count"])
-            result.update(device=str(target["device"]), address=target["address"],
+            address = target.get("address")
+            device = target.get("device", target.get("device_id"))
+            try:
+                device = int(device)
+            except (TypeError, ValueError):
+                module.fail_json(msg=f"ping entry {target!r}: needs a device index (device or device_id)")
+            if not address:
+                module.fail_json(msg=f"ping entry {target!r}: needs an address")
+            result = dict(target)
+            result.update(tool.ping(device, address, p["ping_count"]))
+            result.update(device=str(device), address=address,
                           ok=result["received"] > 0 and result["received"] == result["transmitted"])
             pings.append(result)
     except HccnError as exc:

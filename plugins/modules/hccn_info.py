@@ -31,20 +31,21 @@ options:
     description: Device indexes to read (C(hccn_tool -i)). Default is every C(/dev/davinciN).
     type: list
     elements: int
+  phy_ids:
+    description:
+      - Physical chip id of each device index (from npu-smi, e.g. RV(ascendops.cluster.npu_info#module:npus[].phy_id)
+        on Atlas A3); a missing or null entry means the device index.
+    type: list
+    elements: str
+    default: []
   ping:
-    description: Pings to run, each from a device to an address.
+    description:
+      - Pings to run, each a dict with C(address) (to ping) and C(device) (the device index to ping
+        from; default - the entry's C(device_id), so the entries of an IP plan ping the same index).
+      - Other keys (e.g. C(host)) are returned unchanged in RV(pings).
     type: list
     elements: dict
     default: []
-    suboptions:
-      device:
-        description: The device index to ping from.
-        type: int
-        required: true
-      address:
-        description: The address to ping.
-        type: str
-        required: true
   ping_count:
     description: Packets per ping (C(pkt)); unset uses hccn_tool's default (3).
     type: int
@@ -84,6 +85,7 @@ devices:
   elements: dict
   sample:
     - device_id: "0"
+      phy_id: "0"
       address: 29.1.137.205
       netmask: 255.255.0.0
       gateway: 29.1.0.1
@@ -93,7 +95,7 @@ devices:
       health: Success
       speed_mbps: 100000
 pings:
-  description: One entry per ping asked.
+  description: One entry per ping asked (the entry's own keys, plus the result).
   returned: always
   type: list
   elements: dict
@@ -112,10 +114,8 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             devices=dict(type="list", elements="int"),
-            ping=dict(type="list", elements="dict", default=[], options=dict(
-                device=dict(type="int", required=True),
-                address=dict(type="str", required=True),
-            )),
+            phy_ids=dict(type="list", elements="str", default=[]),
+            ping=dict(type="list", elements="dict", default=[]),
             ping_count=dict(type="int"),
             hccn_tool=dict(type="path", default=DEFAULT_HCCN_TOOL),
             retries=dict(type="int", default=10),

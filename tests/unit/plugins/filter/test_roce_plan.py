@@ -119,3 +119,46 @@ def test_network_address_and_gateway_as_device():
 
 def test_filter_registered():
     assert FilterModule().filters()["roce_plan"] is roce_plan
+
+
+def test_host_networks_from_interface_facts():
+    nodes = good()
+    nodes[0]["host_networks"] = [
+        {"device": "lo", "ipv4": {"address": "127.0.0.1", "netmask": "255.0.0.0"}},
+        {"device": "eth0", "ipv4": {"address": "10.88.0.8", "netmask": "255.255.0.0"},
+         "ipv4_secondaries": [{"address": "192.168.121.99", "netmask": "255.255.255.0"}]},
+        {"device": "eth9"},
+    ]
+    errs = errors_of(nodes)
+    assert errs[0] == "node1 NPU 0: address 192.168.121.101 is inside host NIC eth0 subnet 192.168.121.0/24 of node1"
+    assert len(errs) == 4
+
+
+def test_roce_problems_names_node_npu_and_peer():
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_problems
+
+    plan = roce_plan(good())["devices"]
+    mine = [d for d in plan if d["host"] == "node1"]
+    info = {
+        "devices": [
+            {"device_id": "0", "address": "192.168.121.101", "netmask": "255.255.255.0", "link": "UP",
+             "health": "Success", "speed_mbps": 100000},
+            {"device_id": "1", "address": "192.168.121.99", "netmask": "255.255.255.0", "link": "DOWN",
+             "health": "Fault", "speed_mbps": 25000},
+        ],
+        "pings": [
+            dict(plan[2], device="0", transmitted=3, received=3, loss_pct=0.0, ok=True),
+            dict(plan[3], device="1", transmitted=3, received=0, loss_pct=100.0, ok=False),
+        ],
+    }
+    assert roce_problems(info, mine, "node1", 100000) == [
+        "node1 NPU 1: link is DOWN",
+        "node1 NPU 1: net health is Fault",
+        "node1 NPU 1: speed is 25000 Mb/s, expected 100000",
+        "node1 NPU 1: address is 192.168.121.99/255.255.255.0, the plan says 192.168.121.102/255.255.255.0",
+        "node1 NPU 1 cannot reach node2 NPU 1 (192.168.121.104): 0/3 packets received",
+    ]
+    info["devices"][1].update(address="192.168.121.102", link="UP", health="Success", speed_mbps=100000)
+    info["pings"][1].update(received=3, ok=True)
+    assert roce_problems(info, mine, "node1", 100000) == []
+    assert roce_problems(info, mine, "node1") == []

@@ -127,17 +127,19 @@ def test_hccn_info_reports_every_device_and_pings(run_module, tmp_path):
     state["devices"]["0"] = {"address": "192.168.121.101", "netmask": "255.255.255.0", "tls": 0}
     state["devices"]["1"] = {"link": "DOWN", "health": "Fault"}
     fake.save(state)
-    result = run_module(hccn_info.main, {"devices": [0, 1], "hccn_tool": fake.path, "ping_count": 2, "ping": [
-        {"device": 0, "address": "192.168.121.103"}, {"device": 0, "address": "192.168.121.104"}]})
+    result = run_module(hccn_info.main, {"devices": [0, 1], "hccn_tool": fake.path, "ping_count": 2,
+                                         "phy_ids": ["4", None], "ping": [
+        {"device": 0, "address": "192.168.121.103"}, {"device_id": "0", "address": "192.168.121.104", "host": "n2"}]})
     assert not result["changed"] and not result.get("failed"), result
     assert result["devices"] == [
-        {"device_id": "0", "address": "192.168.121.101", "netmask": "255.255.255.0", "gateway": None,
+        {"device_id": "0", "phy_id": "4", "address": "192.168.121.101", "netmask": "255.255.255.0", "gateway": None,
          "netdetect": None, "tls": False, "link": "UP", "health": "Success", "speed_mbps": 100000},
-        {"device_id": "1", "address": None, "netmask": None, "gateway": None, "netdetect": None, "tls": True,
-         "link": "DOWN", "health": "Fault", "speed_mbps": 100000},
+        {"device_id": "1", "phy_id": "1", "address": None, "netmask": None, "gateway": None, "netdetect": None,
+         "tls": True, "link": "DOWN", "health": "Fault", "speed_mbps": 100000},
     ]
     assert [(p["address"], p["received"], p["ok"]) for p in result["pings"]] == [
         ("192.168.121.103", 2, True), ("192.168.121.104", 0, False)]
+    assert result["pings"][1]["host"] == "n2" and result["pings"][1]["device"] == "0"
     assert "-i 0 -ping -g address 192.168.121.103 pkt 2" in fake.calls()
 
 
