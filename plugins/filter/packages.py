@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version import compare
+
 _LINE = re.compile(r"^(?P<digest>[0-9a-fA-F]{64}) [ *](?P<name>\S.*)$")
 
 
@@ -33,8 +35,42 @@ def sha256sums(text):
     return result
 
 
+_LEADING_NUMBERS = re.compile(r"^\D*(\d+)(?:\.(\d+))?")
+
+
+def _before(version, major, minor):
+    """Whether a CANN version is older than major.minor.0; build-internal strings (T builds) that do
+    not compare are judged by their leading numbers."""
+    try:
+        return compare(version, f"{major}.{minor}.0") < 0
+    except ValueError:
+        m = _LEADING_NUMBERS.match(str(version))
+        if not m:
+            raise ValueError(f"cann_package_files: {version!r} is not a CANN version") from None
+        return (int(m.group(1)), int(m.group(2) or 0)) < (major, minor)
+
+
+def cann_package_files(version, chip, arch):
+    """Vendor file names of a CANN release: ``{"toolkit": ..., "kernels": ...}``.
+
+    Kernels: ``Ascend-cann-kernels-<chip>_<ver>_linux.run`` up to 8.0.RCx (arch-independent),
+    ``Ascend-cann-kernels-<chip>_<ver>_linux-<arch>.run`` from 8.0.0, and from CANN 8.5 the operator
+    package ``Ascend-cann-<chip>-ops_<ver>_linux-<arch>.run``.
+    """
+    version = str(version).strip()
+    if not version:
+        raise ValueError("cann_package_files: empty CANN version")
+    if _before(version, 8, 0):
+        kernels = f"Ascend-cann-kernels-{chip}_{version}_linux.run"
+    elif _before(version, 8, 5):
+        kernels = f"Ascend-cann-kernels-{chip}_{version}_linux-{arch}.run"
+    else:
+        kernels = f"Ascend-cann-{chip}-ops_{version}_linux-{arch}.run"
+    return {"toolkit": f"Ascend-cann-toolkit_{version}_linux-{arch}.run", "kernels": kernels}
+
+
 class FilterModule:
     """Package manifest filters."""
 
     def filters(self):
-        return {"sha256sums": sha256sums}
+        return {"sha256sums": sha256sums, "cann_package_files": cann_package_files}

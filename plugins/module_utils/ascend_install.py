@@ -22,6 +22,7 @@ import glob
 import os
 import platform
 
+from ansible_collections.ascendops.cluster.plugins.module_utils import cann_info
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_formats import (
     get_key,
     info_version,
@@ -95,6 +96,15 @@ def read_installed(kind, install_path=DEFAULT_INSTALL_PATH, install_info=None, a
     if alt and os.path.normpath(alt) != os.path.normpath(install_path):
         paths.append(alt)
     result = {"installed": False, "version": None, "file": None, "install_path": install_path, "info": {}}
+    if kind in ("toolkit", "kernels"):
+        # CANN: the active toolkit behind the latest link, its kernels by version_dir (cann_info)
+        active = cann_info.active_toolkit(install_path, arch)
+        rec = active if kind == "toolkit" else active["kernels"]
+        result.update(installed=bool(active["installed"] and (kind == "toolkit" or rec["installed"])),
+                      version=rec["version"], file=rec["file"], info=dict(rec.get("info") or {}))
+        if kind == "toolkit":
+            result["path"] = active["path"]
+        return result
     if kind == "toolkit":
         result["path"] = None
     for base in paths:

@@ -17,7 +17,9 @@ description:
     (V(none), V(install), V(upgrade), V(downgrade) or V(reinstall)), run the installer
     non-interactively and read the installed version back."
   - "Installer flags: driver and firmware C(--full) on a fresh install, C(--upgrade) otherwise;
-    toolkit, kernels and docker runtime C(--install) on a fresh install, C(--upgrade) otherwise.
+    docker runtime C(--install) on a fresh install, C(--upgrade) otherwise. CANN toolkit and kernels
+    versions live side by side: C(--install) when that version is not installed yet (beside the
+    others; the installer points C(latest) at it), nothing when it is (C(--upgrade) with O(force)).
     C(--quiet --nox11) always; the installer's stdin is C(/dev/null) so it can never wait on a
     question (a C([y/n]) prompt fails the task)."
   - O(install_username), O(install_usergroup) and O(install_for_all) are only passed on a fresh
@@ -232,6 +234,7 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version i
     compare,
     versions_equal,
 )
+from ansible_collections.ascendops.cluster.plugins.module_utils.cann_info import package_state  # noqa: E402
 
 FRESH_FLAGS = {
     "driver": "--full",
@@ -391,7 +394,14 @@ def main():
                          **result)
     result["version_before"] = before
     result["version_after"] = before
-    action, refusal = decide(kind, before, version, p["allow_downgrade"], p["force"])
+    if kind in ("toolkit", "kernels"):
+        # CANN versions live side by side: a version not installed yet installs beside the others
+        # (--install), one already there is left alone (reinstalled with force)
+        before, present = package_state(kind, install_path, version, arch or machine_arch())
+        result["version_before"] = result["version_after"] = before
+        action, refusal = ("reinstall" if p["force"] else "none") if present else "install", None
+    else:
+        action, refusal = decide(kind, before, version, p["allow_downgrade"], p["force"])
     if refusal:
         module.fail_json(msg=refusal, **result)
     result["action"] = action

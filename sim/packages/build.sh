@@ -3,14 +3,16 @@
 # the vendor file names; the payloads are ascendops stand-ins, not vendor software).
 #   usage: sim/packages/build.sh --out DIR --driver-version V --firmware-version V \
 #            --cann-version V --runtime-version V [--arch x86_64|aarch64] [--only KIND[,KIND]]
+#            [--cann-driver-range RANGE]
 # Writes the five .run files and DIR/SHA256SUMS (sha256sum format). --arch defaults to uname -m.
 # --only (driver,firmware,toolkit,kernels,docker-runtime) builds just those and keeps the rest.
+# --cann-driver-range: the NPU driver range the CANN packages require (default ">=23.0").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
-usage() { sed -n '4,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '4,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
-out="" dv="" fv="" cv="" rv="" arch=$(uname -m) only=""
+out="" dv="" fv="" cv="" rv="" arch=$(uname -m) only="" cdr=">=23.0"
 while [ $# -gt 0 ]; do
   case "$1" in
     --out=*) out=${1#*=} ;;
@@ -20,11 +22,13 @@ while [ $# -gt 0 ]; do
     --runtime-version=*) rv=${1#*=} ;;
     --arch=*) arch=${1#*=} ;;
     --only=*) only=${1#*=} ;;
-    --out|--driver-version|--firmware-version|--cann-version|--runtime-version|--arch|--only)
+    --cann-driver-range=*) cdr=${1#*=} ;;
+    --out|--driver-version|--firmware-version|--cann-version|--runtime-version|--arch|--only|--cann-driver-range)
       [ $# -ge 2 ] || usage
       case "$1" in
         --out) out=$2 ;; --driver-version) dv=$2 ;; --firmware-version) fv=$2 ;;
         --cann-version) cv=$2 ;; --runtime-version) rv=$2 ;; --arch) arch=$2 ;; --only) only=$2 ;;
+        --cann-driver-range) cdr=$2 ;;
       esac
       shift ;;
     -h|--help) usage ;;
@@ -59,7 +63,7 @@ for kind in "${kinds[@]}"; do
   esac
   stage="$work/$kind"
   name=$(python3 -B "$here/stage.py" --kind "$kind" --version "$ver" --arch "$arch" \
-           --firmware-version "$fv" --out "$stage")
+           --firmware-version "$fv" --cann-driver-range "$cdr" --out "$stage")
   makeself --header "$here/makeself-header.sh" --sha256 --nomd5 --nocrc --nox11 --quiet \
     --tar-quietly --tar-extra "--owner=0 --group=0 --numeric-owner" \
     "$stage" "$out/$name" "${name%.run} (SIMULATION)" ./install.sh >/dev/null

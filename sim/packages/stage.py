@@ -2,7 +2,11 @@
 """SIMULATION ONLY - stages the payload of one simulated Ascend .run package (used by build.sh).
 
   stage.py --kind driver|firmware|toolkit|kernels|docker-runtime --version V --arch A
-           [--firmware-version F] --out STAGE_DIR
+           [--firmware-version F] [--cann-driver-range R] --out STAGE_DIR
+
+CANN packages (toolkit, kernels) carry a version.info at the archive root like the real ones:
+``Version=`` (kernels: a build number), ``version_dir=<version>`` and ``required_package_*`` lines
+(R, default ">=23.0", is the NPU driver range the package states).
 
 Writes STAGE_DIR (install.sh, ascend_install.py, package.info, the ascend_sim library and, for
 the driver, version.info and the tool stand-ins) and prints the package's vendor file name.
@@ -38,7 +42,8 @@ VERSION_RE = re.compile(r"^[0-9][0-9A-Za-z.]*$")
 def kernels_has_arch(version: str) -> bool:
     # Up to 8.0.RCx the kernels package is arch-independent (..._linux.run); from 8.0.0 it names
     # the arch (..._linux-<arch>.run). Consumers must accept both.
-    return "RC" not in version.upper()
+    numbers = [int(n) for n in re.findall(r"\d+", version)[:2]] + [0, 0]
+    return (numbers[0], numbers[1]) > (8, 0) or (numbers[0], numbers[1]) == (8, 0) and "RC" not in version.upper()
 
 
 def file_name(kind: str, version: str, arch: str) -> str:
@@ -48,6 +53,23 @@ def file_name(kind: str, version: str, arch: str) -> str:
     if kind == "kernels" and not kernels_has_arch(version):
         return f"{title}_{version}_linux.run"
     return f"{title}_{version}_linux-{arch}.run"
+
+
+def cann_build_number(version: str) -> str:
+    """A stand-in build number for a CANN version (real kernels record e.g. Version=8.2.0.0.201)."""
+    numbers = [int(n) for n in re.findall(r"\d+", version)][:3]
+    numbers += [0] * (3 - len(numbers))
+    return ".".join(str(n) for n in numbers) + ".0.201"
+
+
+def cann_version_info(kind: str, version: str, driver_range: str) -> str:
+    build = cann_build_number(version) if kind == "kernels" else version
+    lines = [f"Version={build}", f"version_dir={version}", "timestamp=20260101_000000000"]
+    if kind == "kernels":
+        lines += [f"ops_version={version}", f"adk_version={version}",
+                  f'required_package_toolkit_version="{version}"']
+    lines.append(f'required_package_driver_version="{driver_range}"')
+    return "\n".join(lines) + "\n"
 
 
 def driver_version_info(version: str, firmware_version: str) -> str:
@@ -69,6 +91,7 @@ def main() -> int:
     p.add_argument("--version", required=True)
     p.add_argument("--arch", required=True, choices=("x86_64", "aarch64"))
     p.add_argument("--firmware-version", default="7.5.0.2.220")
+    p.add_argument("--cann-driver-range", default=">=23.0")
     p.add_argument("--out", required=True)
     a = p.parse_args()
     for v in (a.version, a.firmware_version):
@@ -95,6 +118,10 @@ def main() -> int:
     }
     if a.kind == "toolkit":
         pkg["innerversion"] = TOOLKIT_INNER.get(a.version, "V100R001C20SPC001B220")
+    if a.kind in ("toolkit", "kernels"):
+        pkg["required_driver"] = a.cann_driver_range
+        with open(os.path.join(a.out, "version.info"), "w", encoding="utf-8") as f:
+            f.write(cann_version_info(a.kind, a.version, a.cann_driver_range))
     if a.kind == "driver":
         drv = os.path.join(a.out, "driver")
         os.makedirs(os.path.join(drv, "tools"))

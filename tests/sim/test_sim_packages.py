@@ -297,17 +297,26 @@ def test_toolkit_and_kernels(node, packages):
     # kernels must match the toolkit version
     r = node.install(packages.pkg("kernels"), "--upgrade", "--quiet")
     assert r.returncode == 1 and PREVIOUS["cann"] in errors(r)[0]
-    r = node.install(packages.pkg("toolkit"), "--install", "--quiet")
+    # the same version again is refused; another version installs beside it and takes latest
+    r = node.install(packages.pkg("toolkit", "previous"), "--install", "--quiet")
     assert r.returncode == 1 and "--upgrade" in errors(r)[0]
-    r = node.install(packages.pkg("toolkit"), "--upgrade", "--quiet")
+    r = node.install(packages.pkg("toolkit"), "--install", "--quiet")
     assert r.returncode == 0, r.stdout
     assert os.readlink(tk / "latest") == CURRENT["cann"]
-    assert not (tk / PREVIOUS["cann"]).exists()
+    assert (tk / PREVIOUS["cann"] / "opp_kernel" / "version.info").exists()
+    # --upgrade replaces the version latest points at
+    assert node.install(packages.pkg("toolkit"), "--upgrade", "--quiet").returncode == 0
+    assert os.readlink(tk / "latest") == CURRENT["cann"]
     # the new toolkit has no kernels yet
     r = node.install(packages.pkg("kernels"), "--upgrade", "--quiet")
     assert r.returncode == 1 and "--install" in errors(r)[0]
     assert node.install(packages.pkg("kernels"), "--install", "--quiet").returncode == 0
-    assert (tk / "latest" / "opp_kernel" / "version.info").read_text() == f"Version={CURRENT['cann']}\n"
+    record = dict(line.split("=", 1) for line in
+                  (tk / "latest" / "opp_kernel" / "version.info").read_text().splitlines())
+    # Version= is a build number, version_dir the package version, required_package_* the ranges
+    assert record["version_dir"] == CURRENT["cann"] and record["Version"] != CURRENT["cann"]
+    assert record["required_package_driver_version"] == '">=23.0"'
+    assert node.install(packages.pkg("kernels"), "--install", "--quiet").returncode == 1
     env = subprocess.run(
         ["bash", "-c", f"source {tk}/set_env.sh && env"], capture_output=True, text=True, check=True,
         env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": "", "PYTHONPATH": ""},
@@ -364,9 +373,11 @@ def test_docker_runtime_refuses_broken_daemon_json(node, packages):
 def test_build_all_skips_up_to_date_sets(packages):
     # The session's packages were built by build-all.sh into packages.current.parent.
     before = {p: p.stat().st_mtime_ns for p in packages.current.parent.glob("*/*.run")}
-    assert len(before) == 10
+    # current and previous (5 each), cann-next and cann-newdriver (toolkit and kernels)
+    assert len(before) == 14
     r = build_all(packages.current.parent)
-    assert r.stdout.splitlines() == ["packages/current is up to date", "packages/previous is up to date"]
+    assert r.stdout.splitlines() == [f"packages/{name} is up to date"
+                                     for name in ("current", "previous", "cann-next", "cann-newdriver")]
     assert {p: p.stat().st_mtime_ns for p in before} == before
     (packages.previous / ".stamp").write_text("stale\n")
     r = build_all(packages.current.parent)

@@ -343,16 +343,76 @@ def install_firmware(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> i
 # ----------------------------------------------------------------------------- CANN
 
 def toolkit_version(path: str, arch: str | None) -> str | None:
+    """The version of the toolkit ``latest`` points at (None: no toolkit)."""
     latest = paths.host_path(f"{path}/ascend-toolkit/latest")
     if not os.path.lexists(latest):
         return None
+    return toolkit_dir_version(f"{path}/ascend-toolkit/latest", arch) or "unknown"
+
+
+def toolkit_dir_version(real_dir: str, arch: str | None) -> str | None:
     candidates = [arch] if arch else []
     candidates += ["aarch64", "x86_64"]
     for a in candidates:
-        info = installinfo.read_kv_file(f"{path}/ascend-toolkit/latest/{a}-linux/ascend_toolkit_install.info")
+        info = installinfo.read_kv_file(f"{real_dir}/{a}-linux/ascend_toolkit_install.info")
         if info.get("version"):
             return info["version"]
-    return "unknown"
+    return None
+
+
+def _vkey(version: str) -> tuple:
+    """Order of the simulator's own version strings (numbers, rcN): zeros before a qualifier or the
+    end do not count, rcN sorts before the release."""
+    out: list = []
+    for part in version.lower().replace("-", ".").split(".") + ["~end"]:
+        if not part.isdigit():
+            while out and out[-1] == (2, 0):
+                out.pop()
+        if part == "~end":
+            out.append((1, 0))
+        elif part.isdigit():
+            out.append((2, int(part)))
+        elif part.startswith("rc") and part[2:].isdigit():
+            out.append((0, int(part[2:])))
+        else:
+            raise ValueError(version)
+    return tuple(out)
+
+
+def driver_in_range(driver: str, spec: str) -> bool:
+    """Whether ``driver`` satisfies ``spec`` (">=24.1.rc1", ">=7.6, <=8.2"); unknown strings pass."""
+    try:
+        have = _vkey(driver)
+        for bound in spec.strip('"').split(","):
+            bound = bound.strip()
+            op = next((o for o in (">=", "<=", ">", "<", "==") if bound.startswith(o)), "==")
+            want = _vkey(bound[len(op):] if bound.startswith(op) else bound)
+            if not {">=": have >= want, "<=": have <= want, ">": have > want, "<": have < want,
+                    "==": have == want}[op]:
+                return False
+    except ValueError:
+        return True
+    return True
+
+
+def check_driver(pkg: dict) -> None:
+    """CANN refuses to install where an installed NPU driver is outside the range it requires."""
+    spec = pkg.get("required_driver")
+    driver = installinfo.installed_driver_version(
+        installinfo.read_install_info().get("Driver_Install_Path_Param") or paths.DEFAULT_INSTALL_PATH)
+    if not spec or not driver:
+        # CANN installs without a driver (build hosts, containers); the range binds an installed one
+        return
+    if not driver_in_range(driver, spec):
+        raise Failure(
+            f"The installed NPU driver version {driver} does not match the version {pkg['title']} "
+            f"{pkg['version']} requires ({spec}). Upgrade the driver first."
+        )
+
+
+def package_version_info() -> str:
+    with open(os.path.join(HERE, "version.info"), encoding="utf-8") as f:
+        return f.read()
 
 
 SET_ENV = """\
@@ -375,19 +435,22 @@ export ASCEND_HOME_PATH=${{ASCEND_TOOLKIT_HOME}}
 
 
 def install_toolkit(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> int:
+    """--install puts a version beside the installed ones (refused when that version is there) and
+    points ``latest`` at it; --upgrade replaces the version ``latest`` points at."""
     arch = pkg["arch"]
-    installed = toolkit_version(path, arch)
-    if mode == "install" and installed:
-        raise Failure(
-            f"Ascend-cann-toolkit (version {installed}) is already installed in {path}/ascend-toolkit. "
-            "Use --upgrade to upgrade it."
-        )
-    if mode == "upgrade" and not installed:
-        raise Failure(f"Ascend-cann-toolkit is not installed in {path}/ascend-toolkit. Use --install to install it.")
     tk = f"{path}/ascend-toolkit"
     ver = pkg["version"]
+    installed = toolkit_version(path, arch)
     host_tk = paths.host_path(tk)
     host_ver = os.path.join(host_tk, ver)
+    same = toolkit_dir_version(f"{tk}/{ver}", arch)
+    if mode == "install" and same:
+        raise Failure(
+            f"Ascend-cann-toolkit (version {same}) is already installed in {tk}/{ver}. Use --upgrade to upgrade it."
+        )
+    if mode == "upgrade" and not installed:
+        raise Failure(f"Ascend-cann-toolkit is not installed in {tk}. Use --install to install it.")
+    check_driver(pkg)
     old_target = os.readlink(os.path.join(host_tk, "latest")) if installed else None
     if os.path.isdir(host_ver):
         shutil.rmtree(host_ver)
@@ -396,15 +459,16 @@ def install_toolkit(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> in
         os.makedirs(os.path.join(host_ver, sub), mode=0o755, exist_ok=True)
     write_text(
         f"{tk}/{ver}/{arch}-linux/ascend_toolkit_install.info",
-        f"package_name=Ascend-cann-toolkit\nversion={ver}\ninnerversion={pkg['innerversion']}\n"
+        f"package_name=Ascend-cann-toolkit\nversion={ver}\nversion_dir={ver}\ninnerversion={pkg['innerversion']}\n"
         f"arch={arch}\nos=linux\npath={tk}/{ver}/{arch}-linux\n",
     )
+    write_text(f"{tk}/{ver}/version.info", package_version_info())
     write_text(f"{tk}/{ver}/version.cfg", f"# SIMULATION ONLY\nruntime_running_version=[{ver}:{ver}]\n")
     tmp_link = os.path.join(host_tk, f".latest.{os.getpid()}")
     os.symlink(ver, tmp_link)
     os.replace(tmp_link, os.path.join(host_tk, "latest"))
     write_text(f"{tk}/set_env.sh", SET_ENV.format(tk=tk))
-    if old_target and old_target != ver and "/" not in old_target:
+    if mode == "upgrade" and old_target and old_target != ver and "/" not in old_target:
         shutil.rmtree(os.path.join(host_tk, old_target), ignore_errors=True)
         run.info(f"Removed Ascend-cann-toolkit {old_target}")
     msg = f"Ascend-cann-toolkit {'upgrade' if mode == 'upgrade' else 'install'} success"
@@ -427,14 +491,17 @@ def install_kernels(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> in
             f"Ascend-cann-toolkit version {tk_version}."
         )
     vinfo = f"{path}/ascend-toolkit/latest/opp_kernel/version.info"
-    installed = installinfo.read_version(vinfo)
+    record = installinfo.read_kv_file(vinfo)
+    installed = record.get("version_dir") or record.get("Version")
     if mode == "install" and installed:
         raise Failure(f"Ascend-cann-kernels-910b (version {installed}) is already installed. Use --upgrade.")
     if mode == "upgrade" and not installed:
         raise Failure("Ascend-cann-kernels-910b is not installed. Use --install to install it.")
+    check_driver(pkg)
     kdir = paths.host_path(f"{path}/ascend-toolkit/latest/opp/built-in/op_impl/ai_core/tbe/kernel/ascend910b")
     os.makedirs(kdir, mode=0o755, exist_ok=True)
-    write_text(vinfo, f"Version={pkg['version']}\n")
+    # Version= is a build number; version_dir the package version (as real kernels record it)
+    write_text(vinfo, package_version_info())
     msg = f"Ascend-cann-kernels-910b {'upgrade' if mode == 'upgrade' else 'install'} success"
     run.info(f"{msg}, version {pkg['version']}")
     if run.quiet:
