@@ -105,6 +105,9 @@ def main() -> int:
     for f in ("install.sh", "ascend_install.py"):
         shutil.copy2(os.path.join(HERE, "payload", f), os.path.join(a.out, f))
     os.chmod(os.path.join(a.out, "install.sh"), 0o755)
+    if a.kind == "docker-runtime":
+        wrapper = "ascend_docker_runtime.py"
+        shutil.copy2(os.path.join(HERE, "payload", wrapper), os.path.join(a.out, wrapper))
     arch = a.arch
     if a.kind == "firmware" or (a.kind == "kernels" and not kernels_has_arch(a.version)):
         arch = None

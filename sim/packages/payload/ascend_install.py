@@ -535,11 +535,15 @@ def _save_daemon_json(data: dict) -> None:
     write_text(DAEMON_JSON, json.dumps(data, indent=4) + "\n")
 
 
-RUNTIME_WRAPPER = """#!/bin/sh
-# SIMULATION ONLY - ascendops stand-in for ascend-docker-runtime; not Huawei software.
-# Injects nothing: hands the container straight to runc.
-exec runc "$@"
+# The OCI runtime wrapper (ascend_docker_runtime.py beside this file) and the helpers the real
+# package installs next to it; the hook, cli and destroy stand-ins do nothing (the wrapper edits
+# config.json itself).
+RUNTIME_WRAPPER = "ascend_docker_runtime.py"
+RUNTIME_HELPER = """#!/bin/sh
+# SIMULATION ONLY - ascendops stand-in for {name}; not Huawei software. Does nothing.
+exit 0
 """
+RUNTIME_HELPERS = ("ascend-docker-hook", "ascend-docker-cli", "ascend-docker-destroy")
 
 
 def install_runtime(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> int:
@@ -573,7 +577,10 @@ def install_runtime(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> in
     host_rt = paths.host_path(rt)
     if os.path.isdir(host_rt):
         shutil.rmtree(host_rt)
-    write_text(f"{rt}/ascend-docker-runtime", RUNTIME_WRAPPER, 0o755)
+    with open(os.path.join(HERE, RUNTIME_WRAPPER), encoding="utf-8") as f:
+        write_text(f"{rt}/ascend-docker-runtime", f.read(), 0o755)
+    for helper in RUNTIME_HELPERS:
+        write_text(f"{rt}/{helper}", RUNTIME_HELPER.format(name=helper), 0o755)
     write_text(f"{rt}/version.info", f"Version={pkg['version']}\n")
     write_text("/etc/ascend-docker-runtime.d/base.list", BASE_LIST)
     runtimes = daemon.get("runtimes")
