@@ -52,8 +52,9 @@ def _device_index(value, where):
 
 
 def _plan_addresses(plan, name):
-    """Plan of one server as {device index: address}: a list (index = device) or a list of dicts."""
-    if plan is None:
+    """Plan of one server as {device index: address}: a list (index = device) or a list of dicts;
+    None or an empty list (the plan is given by rule elsewhere) is no plan."""
+    if not plan:
         return None
     if isinstance(plan, dict):
         return {_device_index(k, name): str(v) for k, v in plan.items()}

@@ -112,10 +112,11 @@ def test_plan_source_previews_without_facts():
         "29.1.9.1", "29.1.9.2", "29.1.10.1", "29.1.10.2"]
 
 
-def test_hardware_alone_is_enough_when_there_is_no_plan():
+@pytest.mark.parametrize("empty", [None, []])
+def test_hardware_alone_is_enough_when_there_is_no_plan(empty):
     hv = hostvars()
     for h in hv.values():
-        del h["roce_device_addresses"]
+        h["roce_device_addresses"] = empty
     assert check_rank_table(rank_table(["node1", "node2"], hv))["devices"] == 4
 
 
