@@ -20,7 +20,6 @@ sys.path.insert(0, os.path.join(repo, "payload", "src"))
 sys.path.insert(0, os.path.join(repo, "payload", "tests"))
 
 from _trainer_corpus import documents, write_corpus, write_tokenizer  # noqa: E402
-
 from ascendops_trainer.data import prepare  # noqa: E402
 
 
