@@ -7,10 +7,10 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 NODES ?= 2
 NPUS ?= 2
 
-.PHONY: help setup packages sim-image sim-up sim-down sim lint sanity unit molecule test build clean
+.PHONY: help setup packages sim-image sim-up sim-down sim sim-data sim-status lint sanity unit molecule test build clean
 
 help:
-	@echo "make sim   - set up, bring up the simulated cluster ($(NODES) nodes x $(NPUS) NPUs), run site.yml"
+	@echo "make sim   - set up, bring up the simulated cluster ($(NODES) nodes x $(NPUS) NPUs), run site.yml, print the training status"
 	@echo "make test  - set up, then lint, ansible-test sanity, pytest and every molecule scenario"
 	@echo "other: setup packages sim-image sim-up sim-down lint sanity unit molecule build payload-image clean"
 
@@ -30,9 +30,23 @@ sim-up: sim-image packages
 sim-down:
 	sim/cluster.sh down
 
-# The main job on the simulated cluster: bring it up and run the whole site playbook against it.
-sim: sim-up
+# Synthetic training data for the debug Llama (SIMULATION ONLY), copied to the nodes by the launch role.
+sim-data: setup
+	HF_HUB_OFFLINE=1 $(VENV)/bin/python sim/data/debug-data.py
+
+# The trainer image archive, built once (make payload-image rebuilds it).
+SIM_TRAINER_TAR := .cache/payload/ascendops-trainer.tar
+$(SIM_TRAINER_TAR):
+	$(MAKE) payload-image
+
+# The main job on the simulated cluster: bring it up, run the whole site playbook (ends with the
+# debug Llama training on every node), then print the per-node training status.
+sim: sim-up sim-data $(SIM_TRAINER_TAR)
 	ansible-playbook site.yml -i inventories/sim
+	ansible-playbook playbooks/status.yml -i inventories/sim
+
+sim-status:
+	ansible-playbook playbooks/status.yml -i inventories/sim
 
 lint: setup
 	ruff check .

@@ -41,10 +41,10 @@ def check_role(role: Path) -> list[str]:
     for name in sorted(set(options) & set(defaults)):
         opt = options[name] or {}
         value = defaults[name]
-        if "default" not in opt:
+        if "default" not in opt and value is not None:  # no default in the spec means None
             errors.append(f"{role.name}: {name}: meta/argument_specs.yml gives no default "
                           f"(defaults/main.yml: {value!r})")
-        elif opt["default"] != value:
+        elif opt.get("default") != value:
             errors.append(f"{role.name}: {name}: default {opt['default']!r} in meta/argument_specs.yml, "
                           f"{value!r} in defaults/main.yml")
         kind = opt.get("type", "str")

@@ -383,3 +383,39 @@ def parse_npu_smi_list(text):
             current[key] = value
     result["npus"] = [dict(n) for n in result["npus"]]
     return result
+
+
+def parse_npu_smi_processes(text):
+    """Processes holding NPUs, from the process table below ``npu-smi info``'s NPU table.
+
+    Rows look like ``| 0       0    | 123456   | python3   | 3200 |`` under the header
+    ``| NPU  Chip | Process id | Process name | Process memory(MB) |`` (npu-smi 26.x adds a
+    ``Process id in container`` column, found by its header); ``No running processes found in NPU N``
+    rows mean none. Returns ``[{npu_id, chip_id, pid, name, memory_mb}]`` (empty when the NPUs are
+    free). Raises ValueError when the text has no process table at all.
+    """
+    rows, layout = [], None
+    for line in (text or "").splitlines():
+        if not _is_table_line(line):
+            continue
+        cells = [c.strip() for c in _cells(line)]
+        low = [c.lower() for c in cells]
+        if any(c.startswith("process id") for c in low) and layout is None:
+            layout = low
+            continue
+        if layout is None or "no running processes" in " ".join(low):
+            continue
+        first = cells[0].split()
+        if len(first) < 1 or not all(t.isdigit() for t in first) or len(cells) < 3:
+            continue
+        named = dict(zip(layout, cells))
+        pid = named.get("process id", cells[1]).split()[0] if named.get("process id", cells[1]) else ""
+        if not pid.isdigit():
+            raise ValueError(f"npu-smi process row without a process id: {line.strip()!r}")
+        mem = named.get("process memory(mb)")
+        rows.append({"npu_id": int(first[0]), "chip_id": int(first[1]) if len(first) > 1 else None,
+                     "pid": int(pid), "name": named.get("process name", cells[2]),
+                     "memory_mb": _number(mem) if mem else None})
+    if layout is None:
+        raise ValueError("no npu-smi process table (| NPU Chip | Process id | ...) found")
+    return rows

@@ -60,5 +60,6 @@ def test_templated_default_is_not_type_checked(tmp_path):
     (role / "meta").mkdir()
     (role / "defaults" / "main.yml").write_text('r_n: "{{ ascend_npus_per_node }}"\n')
     (role / "meta" / "argument_specs.yml").write_text(
-        'argument_specs:\n  main:\n    options:\n      r_n:\n        type: int\n        default: "{{ ascend_npus_per_node }}"\n')
+        'argument_specs:\n  main:\n    options:\n      r_n:\n'
+        '        type: int\n        default: "{{ ascend_npus_per_node }}"\n')
     assert check.check_role(role) == []

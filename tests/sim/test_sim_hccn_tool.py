@@ -113,10 +113,19 @@ def test_boot_reapplies_hccn_conf_only(booted_node):
     assert "tls switch[0]" in out(h("-i", "1", "-tls", "-g"))
 
 
-def test_nic_interface_runs_ip_and_real_ping(booted_node):
-    log = booted_node.root.parent / "net.log"
-    stub(booted_node.stub_bin / "ip", f'echo "ip $*" >> {log}\nexit 0\n')
-    stub(booted_node.stub_bin / "ping", f"""echo "ping $*" >> {log}
+def _net_stubs(node, log):
+    """``ip`` logs its arguments, knows whether eth1 was moved, runs ``netns exec``; ``ping`` answers
+    for 192.168.100.21 only."""
+    moved = node.root.parent / "eth1-moved"
+    stub(node.stub_bin / "ip", f"""if [ "$1" = netns ] && [ "$2" = exec ]; then shift 3; exec "$@"; fi
+echo "ip $*" >> {log}
+case "$*" in
+  "-n ascend-dev link show eth1") [ -e {moved} ] || exit 1 ;;
+  "link set eth1 netns ascend-dev") touch {moved} ;;
+esac
+exit 0
+""")
+    stub(node.stub_bin / "ping", f"""echo "ping $*" >> {log}
 for last; do :; done
 if [ "$last" = 192.168.100.21 ]; then
   echo "3 packets transmitted, 2 received, 33.3333% packet loss, time 2003ms"
@@ -124,9 +133,26 @@ else
   echo "3 packets transmitted, 0 received, 100% packet loss, time 2003ms"; exit 1
 fi
 """)
+
+
+def test_nic_interface_runs_ip_and_real_ping(booted_node):
+    log = booted_node.root.parent / "net.log"
+    _net_stubs(booted_node, log)
     assert booted_node.sim("hardware", "--nic-interface", "eth1").returncode == 0
+    assert not log.exists()  # under $ASCEND_SIM_ROOT the hardware command leaves the network alone
     h = booted_node.hccn
     out(h("-i", "0", "-ip", "-s", "address", "192.168.100.11", "netmask", "255.255.255.0"))
+    # The interface becomes the device side first: its own namespace, its podman address gone.
+    plugged = "ip -n ascend-dev link show eth1"
+    assert log.read_text().splitlines()[:6] == [
+        plugged,
+        "ip netns add ascend-dev",
+        "ip link set eth1 netns ascend-dev",
+        "ip -n ascend-dev addr flush dev eth1",
+        "ip -n ascend-dev link set lo up",
+        "ip -n ascend-dev link set eth1 up",
+    ]
+    log.write_text("")
     out(h("-i", "0", "-ip", "-s", "address", "192.168.100.15", "netmask", "255.255.255.0"))
     r = out(h("-i", "0", "-ping", "-g", "address", "192.168.100.21"))
     assert r.splitlines()[-1] == "3 packets transmitted, 2 received, 33.33% packet loss"
@@ -135,9 +161,10 @@ fi
     out(h("-i", "0", "-netdetect", "-s", "address", "192.168.100.21"))
     assert out(h("-i", "0", "-net_health", "-g")) == "net health status: Success\n"
     assert log.read_text().splitlines() == [
-        "ip addr replace 192.168.100.11/24 dev eth1",
-        "ip addr del 192.168.100.11/24 dev eth1",
-        "ip addr replace 192.168.100.15/24 dev eth1",
+        plugged,
+        "ip -n ascend-dev addr del 192.168.100.11/24 dev eth1",
+        plugged,
+        "ip -n ascend-dev addr replace 192.168.100.15/24 dev eth1",
         "ping -c 3 -W 1 -I 192.168.100.15 192.168.100.21",
         "ping -c 3 -W 1 -I 192.168.100.15 192.168.100.22",
         "ping -c 1 -W 1 -I 192.168.100.15 192.168.100.21",
@@ -147,17 +174,30 @@ fi
     booted_node.sim("fault", "link", "0", "down")
     booted_node.sim("fault", "link", "0", "up")
     assert log.read_text().splitlines() == [
-        "ip addr del 192.168.100.15/24 dev eth1",
-        "ip addr replace 192.168.100.15/24 dev eth1",
+        plugged,
+        "ip -n ascend-dev addr del 192.168.100.15/24 dev eth1",
+        plugged,
+        "ip -n ascend-dev addr replace 192.168.100.15/24 dev eth1",
     ]
     # At boot the addresses come back from /etc/hccn.conf only.
     log.write_text("")
     booted_node.p("/etc/hccn.conf").write_text("address_1=192.168.100.12\nnetmask_1=255.255.255.0\n")
     booted_node.sim("boot")
-    assert log.read_text().splitlines() == [
-        "ip addr del 192.168.100.15/24 dev eth1",
-        "ip addr replace 192.168.100.12/24 dev eth1",
+    assert [line for line in log.read_text().splitlines() if line != plugged] == [
+        "ip -n ascend-dev addr del 192.168.100.15/24 dev eth1",
+        "ip -n ascend-dev addr replace 192.168.100.12/24 dev eth1",
     ]
+
+
+def test_boot_moves_the_nic_into_the_device_namespace(booted_node):
+    """A restarted container has its interface back in the host namespace: boot moves it again."""
+    log = booted_node.root.parent / "net.log"
+    _net_stubs(booted_node, log)
+    hw = booted_node.p("/etc/ascend-sim/hardware.json")
+    hw.parent.mkdir(parents=True, exist_ok=True)
+    hw.write_text('{"npu_count": 2, "nic_interface": "eth1"}')
+    assert booted_node.sim("boot").returncode == 0
+    assert "ip link set eth1 netns ascend-dev" in log.read_text().splitlines()
 
 
 def test_ip_failure_leaves_state_unchanged(booted_node):

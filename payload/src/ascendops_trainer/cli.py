@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 
+from .collective import add_parser as add_collective_parser
 from .config import ConfigError, add_config_arguments, config_from_args
 from .parallel import RankTableError
 
@@ -41,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--dtype", choices=("bf16", "fp32"), default="bf16")
     e.add_argument("--tokenizer", help="tokenizer dir to copy (default: the one the data was prepared with)")
 
+    add_collective_parser(sub)  # sets func=: dispatched first in main()
+
     pl = sub.add_parser("plot", help="PNG plots (loss, tokens/s) from a run's metrics.jsonl")
     pl.add_argument("metrics", help="metrics.jsonl or the run directory")
     pl.add_argument("--out", help="output directory (default: <run dir>/plots)")
@@ -51,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models and tokenizers are local directories, always
     args = _parser().parse_args(argv)
     try:
+        if getattr(args, "func", None):
+            return args.func(args)
         if args.cmd == "train":
             from .train import train
 

@@ -102,6 +102,7 @@ def boot(warn=lambda msg: print(f"ascend-sim: warning: {msg}", file=sys.stderr))
 def _apply_nic(iface: str, old_addrs: dict, npus: dict, warn) -> None:
     wanted = {(n["ipaddr"], n["netmask"]) for n in npus.values() if n["ipaddr"] and n["link"] == "up"}
     try:
+        netcfg.plug(iface)
         for ip, mask in set(old_addrs.values()) - wanted:
             netcfg.remove_address(iface, ip, mask)
         for ip, mask in sorted(wanted):

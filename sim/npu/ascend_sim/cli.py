@@ -17,7 +17,7 @@ import argparse
 import json
 import sys
 
-from . import boot, events, hardware, installinfo, netcfg, pci, state
+from . import boot, events, hardware, installinfo, netcfg, paths, pci, state
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -122,6 +122,13 @@ def _hardware(args) -> None:
     with state.update():
         pass  # re-normalises the NPU list to the new count
     pci.write(hw)
+    if hw["nic_interface"] and not paths.under_sim_root():
+        # On a node the interface becomes the NPUs' ports at once (device namespace), as at boot;
+        # unit tests (under $ASCEND_SIM_ROOT) must not touch the host's network.
+        try:
+            netcfg.plug(hw["nic_interface"])
+        except netcfg.NetError as exc:
+            raise SystemExit(f"ascend-sim: {exc}") from exc
     events.log_event(
         f"hardware npus={hw['npu_count']} model={hw['model']} nic_interface={hw['nic_interface'] or 'none'}"
     )

@@ -1,0 +1,214 @@
+# Copyright: (c) 2026, ascendops engineering
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The device-NIC IP plan of a cluster: expanded from the inventory and validated as a whole."""
+
+from __future__ import annotations
+
+import ipaddress
+
+SINGLE_SUBNET_MODELS = ("910b",)
+
+
+def _ip(value):
+    try:
+        return ipaddress.IPv4Address(str(value).strip())
+    except ValueError:
+        return None
+
+
+def _network(address, netmask):
+    try:
+        return ipaddress.IPv4Network(f"{address}/{netmask}", strict=False)
+    except ValueError:
+        return None
+
+
+def _host_networks(node):
+    """[(interface, network)] from "eth0 10.0.0.11/255.255.255.0" entries or interface facts
+    (``ansible_facts[iface]``: ``device``, ``ipv4``, ``ipv4_secondaries``)."""
+    out = []
+    for entry in node.get("host_networks") or []:
+        if isinstance(entry, dict):
+            addrs = ([entry["ipv4"]] if isinstance(entry.get("ipv4"), dict) else []) + list(
+                entry.get("ipv4_secondaries") or [])
+            for addr in addrs:
+                net = _network(addr.get("address"), addr.get("netmask"))
+                if net is not None and not net.is_loopback:
+                    out.append((entry.get("device") or "?", net))
+            continue
+        iface, _, cidr = str(entry).strip().rpartition(" ")
+        try:
+            out.append((iface or "?", ipaddress.IPv4Network(cidr, strict=False)))
+        except ValueError:
+            continue
+    return out
+
+
+def _addresses(node, devices, errors):
+    """The node's device addresses, explicit or by rule; errors for what is missing or malformed."""
+    host = node["host"]
+    explicit = node.get("addresses") or []
+    if explicit:
+        if not isinstance(explicit, (list, tuple)):
+            errors.append(f"{host}: roce_device_addresses must be a list (one address per NPU)")
+            return []
+        out = []
+        for index in range(devices):
+            if index >= len(explicit) or explicit[index] in (None, ""):
+                errors.append(f"{host} NPU {index}: no address (roce_device_addresses has {len(explicit)} "
+                              f"entries, the node has {devices} device NICs)")
+                out.append(None)
+                continue
+            ip = _ip(explicit[index])
+            if ip is None:
+                errors.append(f"{host} NPU {index}: {explicit[index]!r} is not an IPv4 address")
+            out.append(ip)
+        if len(explicit) > devices:
+            errors.append(f"{host}: roce_device_addresses has {len(explicit)} entries for {devices} device NICs "
+                          f"(extra: {', '.join(str(a) for a in explicit[devices:])})")
+        return out
+    base, offset = node.get("address_base"), node.get("address_offset")
+    if base in (None, "") or offset in (None, ""):
+        errors.append(f"{host}: no device addresses: set roce_device_addresses (one per NPU) or "
+                      f"roce_address_base and roce_address_offset")
+        return [None] * devices
+    base_ip = _ip(base)
+    try:
+        offset = int(offset)
+    except (TypeError, ValueError):
+        errors.append(f"{host}: roce_address_offset {offset!r} is not an integer")
+        return [None] * devices
+    if base_ip is None:
+        errors.append(f"{host}: roce_address_base {base!r} is not an IPv4 address")
+        return [None] * devices
+    out = []
+    for index in range(devices):
+        try:
+            out.append(base_ip + offset + index)
+        except ipaddress.AddressValueError:
+            errors.append(f"{host} NPU {index}: {base} + {offset + index} is past 255.255.255.255")
+            out.append(None)
+    return out
+
+
+def roce_plan(nodes):
+    """Expand and validate the device-NIC plan of every node.
+
+    ``nodes``: one dict per host, in inventory order: ``host``, ``devices`` (device NICs per node),
+    ``model`` (``910b`` | ``a3``), ``addresses`` (explicit list, one per device) or ``address_base``
+    + ``address_offset`` (device i gets base + offset + i), ``netmask``, ``gateway``, ``netdetect``
+    (default: the gateway), ``tls`` (bool), ``host_networks`` (optional, ``"IFACE ADDR/MASK"`` of
+    the host's own NICs, from facts).
+
+    Returns ``{"devices": [{host, device_id, address, netmask, prefix, gateway, netdetect, tls}],
+    "errors": [...]}``: every problem found, each naming the host, the NPU index and the
+    conflicting address or host. The plan is usable only when ``errors`` is empty.
+    """
+    errors = []
+    plan = []
+    owners = {}
+    host_nets = [(node["host"], iface, net) for node in nodes for iface, net in _host_networks(node)]
+    tls_values = {}
+    for node in nodes:
+        host = node["host"]
+        try:
+            devices = int(node.get("devices"))
+        except (TypeError, ValueError):
+            devices = 0
+        if devices < 1:
+            errors.append(f"{host}: roce_devices_per_node must be a positive integer, got {node.get('devices')!r}")
+            continue
+        netmask = str(node.get("netmask") or "")
+        if _network("0.0.0.0", netmask) is None:
+            errors.append(f"{host}: roce_netmask {netmask!r} is not a netmask")
+            netmask = None
+        gateway = _ip(node.get("gateway")) if node.get("gateway") not in (None, "") else None
+        if node.get("gateway") not in (None, "") and gateway is None:
+            errors.append(f"{host}: roce_gateway {node.get('gateway')!r} is not an IPv4 address")
+        netdetect_raw = node.get("netdetect") if node.get("netdetect") not in (None, "") else node.get("gateway")
+        netdetect = _ip(netdetect_raw) if netdetect_raw not in (None, "") else None
+        if netdetect_raw not in (None, "") and netdetect is None:
+            errors.append(f"{host}: roce_netdetect {netdetect_raw!r} is not an IPv4 address")
+        tls = bool(node.get("tls"))
+        tls_values.setdefault(tls, []).append(host)
+        addresses = _addresses(node, devices, errors)
+        first_net = None
+        for index, address in enumerate(addresses):
+            if address is None:
+                continue
+            label = f"{host} NPU {index}"
+            where = owners.get(address)
+            if where:
+                errors.append(f"{label}: address {address} is also used by {where}")
+            else:
+                owners[address] = label
+            for other, iface, net in host_nets:
+                if address in net:
+                    errors.append(f"{label}: address {address} is inside host NIC {iface} subnet {net} "
+                                  f"of {other}")
+            net = _network(address, netmask) if netmask else None
+            if net is not None:
+                if net.prefixlen < 31 and address in (net.network_address, net.broadcast_address):
+                    errors.append(f"{label}: address {address} is the network or broadcast address of {net}")
+                if gateway is not None and gateway not in net and (
+                        node.get("model") not in SINGLE_SUBNET_MODELS or first_net is None):
+                    errors.append(f"{label}: gateway {gateway} is outside the device subnet {net}")
+                if gateway is not None and gateway == address:
+                    errors.append(f"{label}: address {address} is the gateway")
+                if node.get("model") in SINGLE_SUBNET_MODELS:
+                    if first_net is None:
+                        first_net = (index, net)
+                    elif net != first_net[1]:
+                        errors.append(f"{label}: address {address} is outside the subnet {first_net[1]} of "
+                                      f"{host} NPU {first_net[0]} (910B: one subnet per node)")
+            plan.append({
+                "host": host,
+                "device_id": str(index),
+                "address": str(address),
+                "netmask": netmask,
+                "prefix": net.prefixlen if net is not None else None,
+                "gateway": str(gateway) if gateway is not None else None,
+                "netdetect": str(netdetect) if netdetect is not None else None,
+                "tls": tls,
+            })
+    if len(tls_values) > 1:
+        errors.append("roce_tls differs between nodes (it must be the same on every device of a job): " + "; ".join(
+            f"{'on' if value else 'off'}: {', '.join(hosts)}" for value, hosts in sorted(tls_values.items())))
+    return {"devices": plan, "errors": errors}
+
+
+def roce_problems(info, plan, host, expected_speed_mbps=0):
+    """Failures of one node's device NICs, from an ``hccn_info`` result and the node's plan entries.
+
+    One message per problem, each naming the node and the NPU: link not UP, net health not
+    ``Success``, speed not ``expected_speed_mbps`` (0 = not checked), address read back not the
+    planned one, and every ping that did not get all its packets back (which node and NPU could not
+    be reached, at which address).
+    """
+    problems = []
+    planned = {str(d["device_id"]): d for d in plan or []}
+    for dev in (info or {}).get("devices", []):
+        label = f"{host} NPU {dev['device_id']}"
+        if dev.get("link") != "UP":
+            problems.append(f"{label}: link is {dev.get('link') or 'unknown'}")
+        if dev.get("health") != "Success":
+            problems.append(f"{label}: net health is {dev.get('health') or 'unknown'}")
+        if expected_speed_mbps and int(expected_speed_mbps) > 0 and dev.get("speed_mbps") != int(expected_speed_mbps):
+            problems.append(f"{label}: speed is {dev.get('speed_mbps')} Mb/s, expected {expected_speed_mbps}")
+        want = planned.get(str(dev["device_id"]))
+        if want and (dev.get("address"), dev.get("netmask")) != (want["address"], want["netmask"]):
+            problems.append(f"{label}: address is {dev.get('address')}/{dev.get('netmask')}, the plan says "
+                            f"{want['address']}/{want['netmask']}")
+    for ping in (info or {}).get("pings", []):
+        if not ping.get("ok"):
+            peer = f"{ping.get('host', '?')} NPU {ping.get('device_id', ping.get('device'))}"
+            problems.append(f"{host} NPU {ping.get('device')} cannot reach {peer} ({ping.get('address')}): "
+                            f"{ping.get('received')}/{ping.get('transmitted')} packets received")
+    return problems
+
+
+class FilterModule:
+    """Device-NIC IP plan."""
+
+    def filters(self):
+        return {"roce_plan": roce_plan, "roce_problems": roce_problems}

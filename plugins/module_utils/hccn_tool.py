@@ -1,0 +1,378 @@
+# Copyright: (c) 2026, ascendops engineering
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``hccn_tool`` (the Ascend device-NIC tool) and ``/etc/hccn.conf``: parsers and a driver.
+
+Outputs are read by their structure (vendor facts):
+
+* ``-ip -g``          ``ipaddr:29.1.112.213`` and ``netmask:255.255.0.0`` (values empty when unset)
+* ``-link -g``        ``link status: UP``
+* ``-net_health -g``  ``net health status: Success``
+* ``-netdetect -g``   ``netdetect address: 11.12.165.1``
+* ``-gateway -g``     ``default gateway:11.12.165.1, Iface:eth0``
+* ``-speed -g``       ``Speed: 100000 Mb/s``
+* ``-tls -g``         ``dev_id:4, tls switch[0](0:disable, 1:enable), ...``
+* ``-ping -g address X``  ``3 packets transmitted, 3 received, 0.00% packet loss``
+* set commands print ``Cmd executed successfully!``; a concurrent call prints
+  ``hccn_tool is busy, please try again`` (retry).
+
+A parser that finds no line of the expected shape raises ``HccnParseError`` naming the line it
+could not read. Only the standard library is used (runs on target hosts, Python 3.8+).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import time
+from collections import OrderedDict
+
+from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_formats import parse_key_value
+
+DEFAULT_HCCN_TOOL = "/usr/local/Ascend/driver/tools/hccn_tool"
+HCCN_SUCCESS = "Cmd executed successfully!"
+HCCN_BUSY = "hccn_tool is busy, please try again"
+FIELDS = ("address", "netmask", "gateway", "netdetect", "tls")
+
+
+class HccnError(Exception):
+    """hccn_tool failed (its own message is the exception text)."""
+
+
+class HccnParseError(HccnError):
+    """An output line of hccn_tool did not have the documented shape."""
+
+
+# --------------------------------------------------------------------------------------------
+# Parsers
+# --------------------------------------------------------------------------------------------
+
+_IP = r"(\d{1,3}(?:\.\d{1,3}){3})"
+_RE = {
+    "ipaddr": re.compile(r"^\s*ipaddr\s*:\s*(\S*)\s*$", re.I),
+    "netmask": re.compile(r"^\s*netmask\s*:\s*(\S*)\s*$", re.I),
+    "link": re.compile(r"^\s*link status\s*:\s*(\w+)\s*$", re.I),
+    "health": re.compile(r"^\s*net health status\s*:\s*(\w+)\s*$", re.I),
+    "netdetect": re.compile(r"^\s*netdetect address\s*:\s*(\S*)\s*$", re.I),
+    "gateway": re.compile(r"^\s*default gateway\s*:\s*([^,\s]*)\s*(?:,\s*Iface\s*:\s*(\S+))?\s*$", re.I),
+    "speed": re.compile(r"^\s*Speed\s*:\s*(\d+)\s*([KMGT]?b/s)?\s*$", re.I),
+    "tls": re.compile(r"^\s*dev_id\s*:\s*(\d+)\s*,\s*tls switch\[(\d)\]", re.I),
+    "ping": re.compile(
+        r"^\s*(\d+)\s+packets?\s+transmitted,\s*(\d+)\s+(?:packets?\s+)?received,\s*([\d.]+)%\s+packet loss",
+        re.I),
+}
+_SPEED_FACTOR = {"kb/s": 0.001, "mb/s": 1, "gb/s": 1000, "tb/s": 1000000, "b/s": 0.000001}
+
+
+def _lines(text):
+    return [line for line in (text or "").splitlines() if line.strip()]
+
+
+def _find(text, key, what):
+    """The match of the first line of shape ``key``; HccnParseError naming the line otherwise."""
+    lines = _lines(text)
+    for line in lines:
+        m = _RE[key].match(line)
+        if m:
+            return m
+    shown = lines[0] if lines else "(no output)"
+    raise HccnParseError(f"hccn_tool {what}: could not read the line {shown!r}")
+
+
+def _address(value, what):
+    if not value:
+        return None
+    try:
+        return str(ipaddress.IPv4Address(value))
+    except ValueError:
+        raise HccnParseError(f"hccn_tool {what}: could not read the address {value!r}") from None
+
+
+def parse_ip(text):
+    """``-ip -g`` -> ``{"address": str|None, "netmask": str|None}``."""
+    return {
+        "address": _address(_find(text, "ipaddr", "-ip -g").group(1), "-ip -g"),
+        "netmask": _address(_find(text, "netmask", "-ip -g").group(1), "-ip -g"),
+    }
+
+
+def parse_link(text):
+    """``-link -g`` -> ``UP`` / ``DOWN`` (as printed, upper-cased)."""
+    return _find(text, "link", "-link -g").group(1).upper()
+
+
+def parse_net_health(text):
+    """``-net_health -g`` -> ``Success``, ``Fault``, ``Init``, ... (as printed)."""
+    return _find(text, "health", "-net_health -g").group(1)
+
+
+def parse_netdetect(text):
+    """``-netdetect -g`` -> the address or None."""
+    return _address(_find(text, "netdetect", "-netdetect -g").group(1), "-netdetect -g")
+
+
+def parse_gateway(text):
+    """``-gateway -g`` -> ``{"gateway": str|None, "iface": str|None}``."""
+    m = _find(text, "gateway", "-gateway -g")
+    return {"gateway": _address(m.group(1), "-gateway -g"), "iface": m.group(2)}
+
+
+def parse_speed(text):
+    """``-speed -g`` -> speed in Mb/s (int when whole)."""
+    m = _find(text, "speed", "-speed -g")
+    speed = int(m.group(1)) * _SPEED_FACTOR[(m.group(2) or "Mb/s").lower()]
+    return int(speed) if float(speed).is_integer() else speed
+
+
+def parse_tls(text):
+    """``-tls -g`` -> ``{"dev_id": int, "enabled": bool}``."""
+    m = _find(text, "tls", "-tls -g")
+    return {"dev_id": int(m.group(1)), "enabled": m.group(2) == "1"}
+
+
+def parse_ping(text):
+    """``-ping -g address X`` -> ``{"transmitted", "received", "loss_pct"}`` from the summary line."""
+    m = _find(text, "ping", "-ping -g")
+    return {"transmitted": int(m.group(1)), "received": int(m.group(2)), "loss_pct": float(m.group(3))}
+
+
+_HCCN_CONF_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*?)_(\d+)$")
+
+
+def parse_hccn_conf(text):
+    """Parse ``/etc/hccn.conf`` into ``{device_index: OrderedDict(key -> value)}``.
+
+    ``address_0=29.1.137.205`` becomes ``{0: {"address": "29.1.137.205"}}``. Comments, blanks and
+    keys without a trailing ``_<index>`` are skipped. Devices are returned in ascending index
+    order, keys in file order.
+    """
+    devices = {}
+    for key, value in parse_key_value(text).items():
+        m = _HCCN_CONF_RE.match(key)
+        if not m:
+            continue
+        devices.setdefault(int(m.group(2)), OrderedDict())[m.group(1)] = value
+    return OrderedDict((idx, devices[idx]) for idx in sorted(devices))
+
+
+def render_hccn_conf(devices):
+    """Render ``{device_index: {key: value}}`` as hccn.conf text (devices ascending, keys in order).
+
+    ``parse_hccn_conf(render_hccn_conf(d)) == d`` for any such mapping.
+    """
+    lines = []
+    for idx in sorted(devices, key=int):
+        for key, value in devices[idx].items():
+            lines.append("{}_{}={}\n".format(key, int(idx), "" if value is None else value))
+    return "".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# The tool
+# --------------------------------------------------------------------------------------------
+
+
+class HccnTool:
+    """Runs ``hccn_tool`` through ``run_command(argv) -> (rc, stdout, stderr)``.
+
+    A call answered with ``hccn_tool is busy, please try again`` is retried ``retries`` times,
+    ``delay`` seconds apart; any other failure raises HccnError with the tool's own message.
+    """
+
+    def __init__(self, run_command, path=DEFAULT_HCCN_TOOL, retries=10, delay=1.0, sleep=time.sleep):
+        self.run_command = run_command
+        self.path = path
+        self.retries = retries
+        self.delay = delay
+        self.sleep = sleep
+
+    def run(self, device, *args):
+        argv = [self.path, "-i", str(device)] + [str(a) for a in args]
+        for attempt in range(self.retries + 1):
+            rc, out, err = self.run_command(argv)
+            text = "\n".join(t.strip() for t in (out, err) if t and t.strip())
+            if HCCN_BUSY in text:
+                if attempt < self.retries:
+                    self.sleep(self.delay)
+                    continue
+                raise HccnError("{}: still busy after {} retries: {}".format(" ".join(argv[1:]), self.retries, text))
+            if rc != 0:
+                raise HccnError("{} failed (rc={}): {}".format(" ".join(argv[1:]), rc, text or "no output"))
+            return out
+        raise AssertionError("unreachable")
+
+    def set(self, device, *args):
+        out = self.run(device, *args)
+        if HCCN_SUCCESS not in out:
+            raise HccnError("{}: no '{}' in the answer: {}".format(
+                " ".join(str(a) for a in ("-i", device) + args), HCCN_SUCCESS, out.strip() or "no output"))
+
+    def read_config(self, device):
+        """address, netmask, gateway, netdetect, tls (bool) of one device."""
+        conf = parse_ip(self.run(device, "-ip", "-g"))
+        conf["gateway"] = parse_gateway(self.run(device, "-gateway", "-g"))["gateway"]
+        conf["netdetect"] = parse_netdetect(self.run(device, "-netdetect", "-g"))
+        conf["tls"] = parse_tls(self.run(device, "-tls", "-g"))["enabled"]
+        return conf
+
+    def status(self, device):
+        """Link, net health, speed and addresses of one device."""
+        out = {"device_id": str(device)}
+        out.update(self.read_config(device))
+        out["link"] = parse_link(self.run(device, "-link", "-g"))
+        out["health"] = parse_net_health(self.run(device, "-net_health", "-g"))
+        out["speed_mbps"] = parse_speed(self.run(device, "-speed", "-g"))
+        return out
+
+    def ping(self, device, address, count=None):
+        args = ["-ping", "-g", "address", address]
+        if count:
+            args += ["pkt", str(count)]
+        return parse_ping(self.run(device, *args))
+
+
+class HccnDevice:
+    """Brings one device NIC to the wanted address, netmask, gateway, netdetect and TLS switch.
+
+    ``want`` holds the fields to manage (None = leave alone). Only what differs is set:
+    ``-ip -s`` (address and netmask together), ``-gateway -s``, ``-netdetect -s``, ``-tls -s``.
+    """
+
+    def __init__(self, tool, device):
+        self.tool = tool
+        self.device = device
+
+    @staticmethod
+    def _normalise(want):
+        out = {}
+        for key in FIELDS:
+            value = want.get(key)
+            if value is None:
+                continue
+            out[key] = bool(value) if key == "tls" else str(ipaddress.IPv4Address(value))
+        if ("address" in out) != ("netmask" in out):
+            raise HccnError("address and netmask must be given together (hccn_tool -ip -s sets both)")
+        if "netmask" in out:
+            try:
+                ipaddress.IPv4Network("0.0.0.0/" + out["netmask"])
+            except ValueError:
+                raise HccnError("netmask {} is not a contiguous netmask".format(out["netmask"])) from None
+        return out
+
+    def apply(self, want, check_mode=False):
+        """-> dict(changed, before, after, commands)."""
+        wanted = self._normalise(want)
+        before = self.tool.read_config(self.device)
+        after = dict(before)
+        after.update(wanted)
+        commands = []
+        if "address" in wanted and (before["address"], before["netmask"]) != (after["address"], after["netmask"]):
+            commands.append(["-ip", "-s", "address", after["address"], "netmask", after["netmask"]])
+        if "gateway" in wanted and before["gateway"] != after["gateway"]:
+            commands.append(["-gateway", "-s", "gateway", after["gateway"]])
+        if "netdetect" in wanted and before["netdetect"] != after["netdetect"]:
+            commands.append(["-netdetect", "-s", "address", after["netdetect"]])
+        if "tls" in wanted and before["tls"] != after["tls"]:
+            commands.append(["-tls", "-s", "enable", "1" if after["tls"] else "0"])
+        if commands and not check_mode:
+            for args in commands:
+                self.tool.set(self.device, *args)
+            after = self.tool.read_config(self.device)
+            if any(after[key] != value for key, value in wanted.items()):
+                raise HccnError(f"device {self.device}: read back {after} after setting {wanted}")
+        return {"changed": bool(commands), "before": before, "after": after, "commands": commands}
+
+
+def diff_text(device, state):
+    """One ``key: value`` line per field, for Ansible's before/after diff."""
+    lines = []
+    for key in FIELDS:
+        value = state.get(key)
+        if key == "tls":
+            value = "enabled" if value else "disabled"
+        lines.append("{}: {}".format(key, "" if value is None else value))
+    return "# device {}\n{}\n".format(device, "\n".join(lines))
+
+
+# --------------------------------------------------------------------------------------------
+# Module bodies (plugins/modules/hccn.py, plugins/modules/hccn_info.py)
+# --------------------------------------------------------------------------------------------
+
+DRIVER_HINT = ("is the NPU driver installed and running on this host? (run the npu_driver stage; "
+               "a host waiting for its reboot cannot use hccn_tool)")
+_DAVINCI_RE = re.compile(r"^davinci(\d+)$")
+
+
+def _tool(module):
+    p = module.params
+    return HccnTool(lambda argv: module.run_command(argv), path=p["hccn_tool"],
+                    retries=p["retries"], delay=p["delay"])
+
+
+def _require_tool(module):
+    path = module.params["hccn_tool"]
+    if not os.access(path, os.X_OK):
+        module.fail_json(msg=f"hccn_tool not found at {path}: {DRIVER_HINT}")
+
+
+def hccn_module(module):
+    """plugins/modules/hccn.py: one device NIC to the wanted settings (check mode, diff)."""
+    p = module.params
+    _require_tool(module)
+    device = p["device"]
+    want = {key: p[key] for key in FIELDS}
+    try:
+        result = HccnDevice(_tool(module), device).apply(want, check_mode=module.check_mode)
+    except HccnError as exc:
+        module.fail_json(msg=f"device {device}: {exc}", device=device)
+    out = dict(changed=result["changed"], device=device, before=result["before"], after=result["after"],
+               commands=[" ".join(["-i", str(device)] + c) for c in result["commands"]])
+    if module._diff:
+        out["diff"] = {"before": diff_text(device, result["before"]), "after": diff_text(device, result["after"]),
+                       "before_header": f"hccn_tool -i {device}", "after_header": f"hccn_tool -i {device}"}
+    module.exit_json(**out)
+
+
+def discover_devices(dev_dir="/dev"):
+    """Device indexes from the driver's ``/dev/davinciN`` nodes (one per chip / device NIC)."""
+    try:
+        names = os.listdir(dev_dir)
+    except OSError:
+        return []
+    return sorted(int(m.group(1)) for m in (_DAVINCI_RE.match(n) for n in names) if m)
+
+
+def hccn_info_module(module):
+    """plugins/modules/hccn_info.py: status of every device NIC, and optional pings."""
+    p = module.params
+    _require_tool(module)
+    devices = p["devices"] if p["devices"] is not None else discover_devices()
+    if not devices:
+        module.fail_json(msg=f"no /dev/davinciN device on this host: {DRIVER_HINT}")
+    tool = _tool(module)
+    phy_ids = p.get("phy_ids") or []
+    status = []
+    try:
+        for device in devices:
+            entry = tool.status(device)
+            phy = phy_ids[device] if device < len(phy_ids) else None
+            entry["phy_id"] = str(device if phy in (None, "") else phy)
+            status.append(entry)
+        pings = []
+        for target in p["ping"]:
+            address = target.get("address")
+            device = target.get("device", target.get("device_id"))
+            try:
+                device = int(device)
+            except (TypeError, ValueError):
+                module.fail_json(msg=f"ping entry {target!r}: needs a device index (device or device_id)")
+            if not address:
+                module.fail_json(msg=f"ping entry {target!r}: needs an address")
+            result = dict(target)
+            result.update(tool.ping(device, address, p["ping_count"]))
+            result.update(device=str(device), address=address,
+                          ok=result["received"] > 0 and result["received"] == result["transmitted"])
+            pings.append(result)
+    except HccnError as exc:
+        module.fail_json(msg=f"{exc}; {DRIVER_HINT}" if "rc=" in str(exc) else str(exc))
+    module.exit_json(changed=False, devices=status, pings=pings)

@@ -1,0 +1,132 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, ascendops engineering
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: hccn
+short_description: Configure the device NIC (RoCE port) of one Ascend NPU with hccn_tool
+version_added: "0.1.0"
+description:
+  - Sets the address and netmask, default gateway, net-detect address and TLS switch of one
+    device NIC through C(hccn_tool -i DEVICE), the way the vendor documents it
+    (C(-ip -s address A netmask M), C(-gateway -s gateway G), C(-netdetect -s address D),
+    C(-tls -s enable 0|1)).
+  - Reads the current values first (C(-ip -g), C(-gateway -g), C(-netdetect -g), C(-tls -g)) and
+    sets only what differs, then reads them back.
+  - Retries while hccn_tool answers C(hccn_tool is busy, please try again); any other failure
+    fails the task with the tool's own message.
+  - Options left unset are not managed. The settings live in the device; keeping them across
+    reboots is the job of C(/etc/hccn.conf) (the C(ascendops.cluster.roce) role writes it).
+author:
+  - ascendops engineering (@ascendops)
+extends_documentation_fragment:
+  - ascendops.cluster.attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+options:
+  device:
+    description: The device index passed to C(hccn_tool -i) (logical NPU chip id, 0-7 on a 910B server).
+    type: int
+    required: true
+  address:
+    description: IPv4 address of the device NIC. Needs O(netmask).
+    type: str
+  netmask:
+    description: Dotted netmask of the device NIC. Needs O(address).
+    type: str
+  gateway:
+    description: Default gateway of the device NIC.
+    type: str
+  netdetect:
+    description: Net-detect address (probed for the net health status), usually the gateway.
+    type: str
+  tls:
+    description: TLS switch of the device NIC (vendor advice for multi-node training is off).
+    type: bool
+  hccn_tool:
+    description: Path of hccn_tool.
+    type: path
+    default: /usr/local/Ascend/driver/tools/hccn_tool
+  retries:
+    description: How often a call answered with C(hccn_tool is busy) is retried.
+    type: int
+    default: 10
+  delay:
+    description: Seconds between retries of a busy hccn_tool.
+    type: float
+    default: 1.0
+notes:
+  - hccn_tool calls on one host collide; run one task per host at a time (no async on the same host).
+seealso:
+  - module: ascendops.cluster.hccn_info
+"""
+
+EXAMPLES = r"""
+- name: Address NPU 0's device NIC, TLS off
+  ascendops.cluster.hccn:
+    device: 0
+    address: 29.1.137.205
+    netmask: 255.255.0.0
+    gateway: 29.1.0.1
+    netdetect: 29.1.0.1
+    tls: false
+"""
+
+RETURN = r"""
+device:
+  description: The device index.
+  returned: always
+  type: int
+  sample: 0
+before:
+  description: Settings read before any change (C(tls) as a bool; unset values null).
+  returned: always
+  type: dict
+  sample: {address: null, netmask: null, gateway: null, netdetect: null, tls: true}
+after:
+  description: Settings read back after the change (in check mode, what they would be).
+  returned: always
+  type: dict
+  sample: {address: 29.1.137.205, netmask: 255.255.0.0, gateway: 29.1.0.1, netdetect: 29.1.0.1, tls: false}
+commands:
+  description: The hccn_tool set commands run (or, in check mode, that would run).
+  returned: always
+  type: list
+  elements: str
+  sample: ["-i 0 -ip -s address 29.1.137.205 netmask 255.255.0.0", "-i 0 -tls -s enable 0"]
+"""
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import (  # noqa: E402
+    DEFAULT_HCCN_TOOL,
+    hccn_module,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            device=dict(type="int", required=True),
+            address=dict(type="str"),
+            netmask=dict(type="str"),
+            gateway=dict(type="str"),
+            netdetect=dict(type="str"),
+            tls=dict(type="bool"),
+            hccn_tool=dict(type="path", default=DEFAULT_HCCN_TOOL),
+            retries=dict(type="int", default=10),
+            delay=dict(type="float", default=1.0),
+        ),
+        required_together=[["address", "netmask"]],
+        supports_check_mode=True,
+    )
+    hccn_module(module)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, ascendops engineering
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: hccn_info
+short_description: Read the device NICs (RoCE ports) of every Ascend NPU of a node, and ping from them
+version_added: "0.1.0"
+description:
+  - For every device (default - one per C(/dev/davinciN) node the driver created) reports the link
+    status (C(-link -g)), net health (C(-net_health -g)), speed (C(-speed -g)), address, netmask,
+    gateway, net-detect address and TLS switch, read with hccn_tool.
+  - Optionally pings addresses from given devices (C(-ping -g address X)) and reports the packets
+    received per ping (a ping with loss is reported, never failed).
+  - Read-only. Fails, naming the tool's message, when hccn_tool cannot talk to the devices (driver
+    not installed or not running).
+author:
+  - ascendops engineering (@ascendops)
+extends_documentation_fragment:
+  - ascendops.cluster.attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+options:
+  devices:
+    description: Device indexes to read (C(hccn_tool -i)). Default is every C(/dev/davinciN).
+    type: list
+    elements: int
+  phy_ids:
+    description:
+      - Physical chip id of each device index (from npu-smi, e.g. RV(ascendops.cluster.npu_info#module:npus[].phy_id)
+        on Atlas A3); a missing or null entry means the device index.
+    type: list
+    elements: str
+    default: []
+  ping:
+    description:
+      - Pings to run, each a dict with C(address) (to ping) and C(device) (the device index to ping
+        from; default - the entry's C(device_id), so the entries of an IP plan ping the same index).
+      - Other keys (e.g. C(host)) are returned unchanged in RV(pings).
+    type: list
+    elements: dict
+    default: []
+  ping_count:
+    description: Packets per ping (C(pkt)); unset uses hccn_tool's default (3).
+    type: int
+  hccn_tool:
+    description: Path of hccn_tool.
+    type: path
+    default: /usr/local/Ascend/driver/tools/hccn_tool
+  retries:
+    description: How often a call answered with C(hccn_tool is busy) is retried.
+    type: int
+    default: 10
+  delay:
+    description: Seconds between retries of a busy hccn_tool.
+    type: float
+    default: 1.0
+seealso:
+  - module: ascendops.cluster.hccn
+"""
+
+EXAMPLES = r"""
+- name: Read every device NIC and ping a peer from NPU 0
+  ascendops.cluster.hccn_info:
+    ping:
+      - {device: 0, address: 29.1.137.213}
+  register: nics
+
+- name: Every link must be up
+  ansible.builtin.assert:
+    that: nics.devices | rejectattr('link', 'equalto', 'UP') | list | length == 0
+"""
+
+RETURN = r"""
+devices:
+  description: One entry per device, in the order asked.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - device_id: "0"
+      phy_id: "0"
+      address: 29.1.137.205
+      netmask: 255.255.0.0
+      gateway: 29.1.0.1
+      netdetect: 29.1.0.1
+      tls: false
+      link: UP
+      health: Success
+      speed_mbps: 100000
+pings:
+  description: One entry per ping asked (the entry's own keys, plus the result).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {device: "0", address: 29.1.137.213, transmitted: 3, received: 3, loss_pct: 0.0, ok: true}
+"""
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import (  # noqa: E402
+    DEFAULT_HCCN_TOOL,
+    hccn_info_module,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            devices=dict(type="list", elements="int"),
+            phy_ids=dict(type="list", elements="str", default=[]),
+            ping=dict(type="list", elements="dict", default=[]),
+            ping_count=dict(type="int"),
+            hccn_tool=dict(type="path", default=DEFAULT_HCCN_TOOL),
+            retries=dict(type="int", default=10),
+            delay=dict(type="float", default=1.0),
+        ),
+        supports_check_mode=True,
+    )
+    hccn_info_module(module)
+
+
+if __name__ == "__main__":
+    main()

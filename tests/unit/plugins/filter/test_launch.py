@@ -1,0 +1,139 @@
+"""Launch filters: progress from the trainer log, error codes, collective verdict, NPU processes."""
+
+from pathlib import Path
+
+import pytest
+from ansible_collections.ascendops.cluster.plugins.filter.launch import (
+    HCCL_ERRORS,
+    FilterModule,
+    collective_verdict,
+    hccl_errors,
+    hccl_test_results,
+    key_value_lines,
+    node_status_line,
+    npu_processes,
+    train_progress,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+TAIL = "| TFLOPS/dev 0.10 | MFU n/a | mem 1.00 GiB | data wait 0.1% | 0.500 s/step"
+LOG = f"""2026-11-30 10:00:01 INFO ascendops_trainer.train: run: {{"world_size": 4}}
+step 1/40 | loss 10.8123 | lr 1.00e-05 | gnorm 3.100 | tok/s/dev 1,234 {TAIL}
+2026-11-30 10:00:05 INFO ascendops_trainer.checkpoint: saved checkpoint step_00000010
+step 10/40 | loss 7.5000 | lr 1.00e-04 | gnorm 1.100 | tok/s/dev 2,048 {TAIL}
+"""
+
+
+def test_progress_reads_the_last_step_line_and_checkpoint():
+    p = train_progress(LOG)
+    assert p["step"] == 10 and p["total_steps"] == 40
+    assert p["loss"] == 7.5 and p["first_loss"] == pytest.approx(10.8123)
+    assert p["tokens_per_s_per_device"] == 2048.0
+    assert p["steps_logged"] == 2 and p["last_checkpoint"] == "step_00000010"
+    assert p["resumed_from"] is None
+
+
+def test_progress_sees_a_resume_and_missing_values():
+    p = train_progress("INFO ascendops_trainer.train: resumed from step_00000020: step 20, data epoch 0, 80 samples"
+                       "\nstep 21/40 | loss n/a | lr n/a | gnorm n/a | tok/s/dev n/a | x\n")
+    assert (p["resumed_from"], p["resumed_step"], p["step"], p["loss"], p["tokens_per_s_per_device"]) == (
+        "step_00000020", 20, 21, None, None)
+
+
+def test_progress_of_an_empty_log():
+    assert train_progress("")["step"] is None
+    assert train_progress(None)["steps_logged"] == 0
+
+
+@pytest.mark.parametrize("code", ["EI0006", "EJ0001", "EI0014", "-8005"])
+def test_each_documented_code_is_explained(code):
+    found = hccl_errors(f"[ERROR] HCCL(1234) ... error code {code} happened\n")
+    assert [f["code"] for f in found] == [code]
+    assert found[0]["meaning"] == HCCL_ERRORS[code][0] and found[0]["fix"]
+    assert code in found[0]["line"]
+
+
+def test_codes_in_order_once_each_and_no_false_matches():
+    text = ("EJ0001: HCCP init failed\nretry\nEI0006 Getting socket times out\nEJ0001 again\n"
+            "ret is -80051 (not a code)\nXEI0006Y\n")
+    assert [f["code"] for f in hccl_errors(text)] == ["EJ0001", "EI0006"]
+    assert hccl_errors("dcmi module initialize failed. ret is -8005")[0]["code"] == "-8005"
+    assert hccl_errors("all good") == []
+
+
+REPORT = {"backend": "gloo", "world_size": 4, "failed_nodes": [], "slowest_node": "node2",
+          "results": [{"size_bytes": 8192, "alg_bandwidth_gbs": 0.05},
+                      {"size_bytes": 1 << 20, "alg_bandwidth_gbs": 0.5}]}
+
+
+def test_collective_passes_over_the_floor():
+    v = collective_verdict(REPORT, min_bandwidth_gbs=0.1, min_size_bytes=1 << 20)
+    assert v["ok"] is True and "passed" in v["message"] and v["best_bandwidth_gbs"] == 0.5
+
+
+def test_collective_under_the_floor_names_the_slowest_node():
+    v = collective_verdict(REPORT, min_bandwidth_gbs=1.0)
+    assert v["ok"] is False and v["slow_sizes"] == [8192, 1 << 20]
+    assert "slowest node: node2" in v["message"]
+
+
+def test_collective_wrong_values_name_the_nodes():
+    v = collective_verdict(dict(REPORT, failed_nodes=["node1"]))
+    assert v["ok"] is False and "node(s) node1" in v["message"]
+    assert collective_verdict({"results": []})["ok"] is False
+
+
+def test_hccl_test_rows():
+    rows = hccl_test_results("data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:\n"
+                             "8192 | 12.50 | 18.25 | success\n")
+    assert rows == [{"size_bytes": 8192, "time_us": 12.5, "alg_bandwidth_gbs": 18.25, "check_result": "success"}]
+
+
+NPU_SMI_BUSY = """+---------------------------+---------------+----------------------------------------------------+
+| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |
++===========================+===============+====================================================+
+| 0       0                 | 123456        | python3.9                | 3200                    |
++===========================+===============+====================================================+
+| No running processes found in NPU 1                                                            |
++===========================+===============+====================================================+
+"""
+
+
+def test_npu_processes_lists_busy_devices():
+    assert npu_processes(NPU_SMI_BUSY) == [
+        {"npu_id": 0, "chip_id": 0, "pid": 123456, "name": "python3.9", "memory_mb": 3200}]
+
+
+def test_npu_processes_on_the_vendor_samples():
+    busy = (FIXTURES / "npu_smi_info_910b_8npu.txt").read_text()
+    assert npu_processes(busy) == [{"npu_id": 4, "chip_id": 0, "pid": 231405, "name": "python3.10", "memory_mb": 56036}]
+    for free in ("npu_smi_info_a3.txt", "npu_smi_info_310p.txt"):
+        assert npu_processes((FIXTURES / free).read_text()) == []
+    with pytest.raises(ValueError, match="no npu-smi process table"):
+        npu_processes((FIXTURES / "npu_smi_info_910b.txt").read_text())
+
+
+def test_filters_registered():
+    assert set(FilterModule().filters()) == {
+        "hccl_errors", "train_progress", "collective_verdict", "key_value_lines", "node_status_line",
+        "hccl_test_results", "hccl_test_verdict", "npu_processes"}
+
+
+def test_key_value_lines_split_at_the_first_equals_sign():
+    text = "ActiveState=active\nExecMainStartTimestamp=Mon 2026-11-30 10:00:00 UTC\n# c\nX=a=b\nnoise\n"
+    assert key_value_lines(text) == {"ActiveState": "active", "ExecMainStartTimestamp": "Mon 2026-11-30 10:00:00 UTC",
+                                     "X": "a=b"}
+
+
+def test_node_status_line_of_the_first_server_and_of_another_one():
+    first = {"node": "node1", "state": "active/running", "node_rank": 0, "nproc": "2", "restarts": 0,
+             "started": "Mon 2026-11-30 10:00:00 UTC", "progress": train_progress(LOG), "errors": []}
+    assert node_status_line(first) == (
+        "node1: active/running, node_rank 0 (2 ranks), restarts 0, started Mon 2026-11-30 10:00:00 UTC; "
+        "step 10/40, loss 7.5000 (first 10.8123), 2,048 tokens/s per device, last checkpoint step_00000010")
+    other = dict(first, node="node2", node_rank="1", progress=train_progress(""),
+                 errors=hccl_errors("EI0006 Getting socket times out"), state="failed/failed")
+    line = node_status_line(other)
+    assert line.startswith("node2: failed/failed, node_rank 1")
+    assert "no step logged here" in line and line.endswith("last checkpoint none; errors: EI0006")

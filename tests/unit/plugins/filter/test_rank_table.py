@@ -1,0 +1,192 @@
+"""rank_table: the HCCL rank table from the inventory, the plan and the device addresses read back."""
+
+import json
+from pathlib import Path
+
+import pytest
+from ansible_collections.ascendops.cluster.plugins.filter.rank_table import (
+    FilterModule,
+    RankTableError,
+    build_rank_table,
+    check_rank_table,
+    rank_table,
+    rank_table_node_rank,
+    server_sort_key,
+)
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "rank_table"
+CASES = json.loads((FIXTURES / "cases.json").read_text())
+
+
+def devices(prefix, n=2, **extra):
+    return [dict({"device_id": str(i), "phy_id": str(i), "address": f"{prefix}.{i + 1}", "netmask": "255.255.0.0",
+                  "link": "UP", "health": "Success"}, **extra) for i in range(n)]
+
+
+def hostvars(n_devices=2):
+    return {
+        "node2": {"ansible_host": "10.0.0.10", "roce_devices": devices("29.1.10", n_devices),
+                  "roce_device_addresses": [f"29.1.10.{i + 1}" for i in range(n_devices)]},
+        "node1": {"ansible_host": "10.0.0.9", "roce_devices": devices("29.1.9", n_devices),
+                  "roce_device_addresses": [f"29.1.9.{i + 1}" for i in range(n_devices)]},
+    }
+
+
+def test_builds_the_documented_1_0_layout_in_numeric_server_order():
+    table = rank_table(["node2", "node1"], hostvars(), devices_per_server=2)
+    assert table == {
+        "version": "1.0", "server_count": "2", "status": "completed",
+        "server_list": [
+            {"server_id": "10.0.0.9", "host_ip": "10.0.0.9", "device": [
+                {"device_id": "0", "device_ip": "29.1.9.1", "rank_id": "0"},
+                {"device_id": "1", "device_ip": "29.1.9.2", "rank_id": "1"}]},
+            {"server_id": "10.0.0.10", "host_ip": "10.0.0.10", "device": [
+                {"device_id": "0", "device_ip": "29.1.10.1", "rank_id": "2"},
+                {"device_id": "1", "device_ip": "29.1.10.2", "rank_id": "3"}]}]}
+
+
+def test_order_is_stable_whatever_the_inventory_or_fact_order():
+    hv = hostvars(4)
+    hv["node1"]["roce_devices"].reverse()
+    assert rank_table(["node1", "node2"], hv) == rank_table(["node2", "node1"], hostvars(4))
+
+
+def test_server_sort_key_is_numeric_for_addresses_and_puts_names_last():
+    ids = ["node-b", "10.0.0.10", "fd00::1", "10.0.0.9", "9.0.0.1", "node-a"]
+    assert sorted(ids, key=server_sort_key) == ["9.0.0.1", "10.0.0.9", "10.0.0.10", "fd00::1", "node-a", "node-b"]
+
+
+def test_plan_and_hardware_must_agree_and_the_message_names_node_and_npu():
+    hv = hostvars()
+    hv["node2"]["roce_devices"][1]["address"] = "29.1.10.99"
+    with pytest.raises(RankTableError, match=r"node2 NPU 1: the plan says 29.1.10.2 but the device reports 29.1.10.99"):
+        rank_table(["node1", "node2"], hv)
+
+
+def test_planned_device_missing_on_the_node_is_named():
+    hv = hostvars()
+    hv["node1"]["roce_devices"].pop()
+    with pytest.raises(RankTableError, match=r"node1 NPU 1: planned address 29.1.9.2 but the node reports no such"):
+        rank_table(["node1", "node2"], hv)
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("link", "DOWN", "node2 NPU 0: device NIC link is DOWN"),
+    ("health", "Fault", "node2 NPU 0: device network health is Fault"),
+    ("address", "", "node2 NPU 0: the device NIC has no address"),
+    ("address", "not-an-ip", "node2 NPU 0: device address 'not-an-ip' is not an IP address"),
+])
+def test_bad_device_is_named(field, value, message):
+    hv = hostvars()
+    hv["node2"]["roce_devices"][0][field] = value
+    with pytest.raises(RankTableError, match=message):
+        rank_table(["node1", "node2"], hv)
+
+
+def test_device_count_must_match_the_npus_per_node():
+    with pytest.raises(RankTableError, match=r"node1: 2 devices .* but 8 expected per server"):
+        rank_table(["node1", "node2"], hostvars(), devices_per_server=8)
+
+
+def test_address_used_on_two_nodes_is_refused():
+    hv = hostvars()
+    hv["node2"]["roce_devices"][0]["address"] = "29.1.9.1"
+    hv["node2"]["roce_device_addresses"][0] = "29.1.9.1"
+    with pytest.raises(RankTableError, match=r"node2 NPU 0: device address 29.1.9.1 is also used by node1 NPU 0"):
+        rank_table(["node1", "node2"], hv)
+
+
+def test_missing_fact_names_the_host_and_the_stage():
+    hv = hostvars()
+    del hv["node2"]["roce_devices"]
+    with pytest.raises(RankTableError, match=r"node2: fact roce_devices is missing"):
+        rank_table(["node1", "node2"], hv)
+
+
+def test_plan_source_previews_without_facts():
+    hv = hostvars()
+    for h in hv.values():
+        del h["roce_devices"]
+    table = rank_table(["node1", "node2"], hv, source="plan")
+    assert [d["device_ip"] for s in table["server_list"] for d in s["device"]] == [
+        "29.1.9.1", "29.1.9.2", "29.1.10.1", "29.1.10.2"]
+
+
+@pytest.mark.parametrize("empty", [None, []])
+def test_hardware_alone_is_enough_when_there_is_no_plan(empty):
+    hv = hostvars()
+    for h in hv.values():
+        h["roce_device_addresses"] = empty
+    assert check_rank_table(rank_table(["node1", "node2"], hv))["devices"] == 4
+
+
+def test_version_1_2_has_super_device_ids_and_the_super_pod_list():
+    table = rank_table(["node1", "node2"], hostvars(4), version="1.2", super_pod_id="7")
+    assert table["super_pod_list"] == [{"super_pod_id": "7",
+                                        "server_list": [{"server_id": "10.0.0.9"}, {"server_id": "10.0.0.10"}]}]
+    sdids = [d["super_device_id"] for s in table["server_list"] for d in s["device"]]
+    assert sdids == [str(i) for i in range(8)]
+    assert set(table["server_list"][0]["device"][0]) == {"device_id", "super_device_id", "device_ip", "rank_id"}
+
+
+def test_version_1_2_keeps_super_device_ids_read_from_the_hardware():
+    hv = hostvars()
+    for k, name in enumerate(("node1", "node2")):
+        for d in hv[name]["roce_devices"]:
+            d["super_device_id"] = str(100 + 10 * k + int(d["device_id"]))
+    table = rank_table(["node1", "node2"], hv, version="1.2")
+    assert [d["super_device_id"] for s in table["server_list"] for d in s["device"]] == ["100", "101", "110", "111"]
+
+
+def test_unknown_version_is_refused():
+    with pytest.raises(RankTableError, match="version '2.0' is not supported"):
+        rank_table(["node1"], hostvars(), version="2.0")
+
+
+def test_every_value_is_a_string():
+    def walk(v):
+        if isinstance(v, dict):
+            return all(walk(x) for x in v.values())
+        if isinstance(v, list):
+            return all(walk(x) for x in v)
+        return isinstance(v, str)
+    assert walk(rank_table(["node1", "node2"], hostvars(), version="1.2"))
+
+
+def test_same_host_address_twice_is_refused():
+    with pytest.raises(RankTableError, match="same host address 10.0.0.9"):
+        build_rank_table([{"name": "a", "host_ip": "10.0.0.9", "devices": devices("29.1.1")},
+                          {"name": "b", "host_ip": "10.0.0.9", "devices": devices("29.1.2")}])
+
+
+def test_node_rank_follows_the_table_order():
+    table = rank_table(["node2", "node1"], hostvars())
+    assert rank_table_node_rank(table, "10.0.0.9") == 0
+    assert rank_table_node_rank(json.dumps(table), "10.0.0.10") == 1
+    with pytest.raises(RankTableError, match="10.0.0.1 is not a server"):
+        rank_table_node_rank(table, "10.0.0.1")
+
+
+@pytest.mark.parametrize("name", sorted(CASES["valid"]))
+def test_valid_fixtures_pass_the_check(name):
+    expected = CASES["valid"][name]
+    summary = check_rank_table((FIXTURES / name).read_text())
+    assert (summary["version"], summary["servers"], summary["devices"]) == (
+        expected["version"], expected["servers"], expected["devices"])
+
+
+@pytest.mark.parametrize("name", sorted(CASES["invalid"]))
+def test_invalid_fixtures_fail_the_check(name):
+    with pytest.raises(RankTableError, match=CASES["invalid"][name]["error"]):
+        check_rank_table((FIXTURES / name).read_text())
+
+
+def test_generated_table_round_trips_through_json():
+    table = rank_table(["node1", "node2"], hostvars(8), devices_per_server=8)
+    assert check_rank_table(json.dumps(table, indent=2), servers=2, devices_per_server=8)["ranks"] == 16
+    with pytest.raises(RankTableError, match="expected 3"):
+        check_rank_table(table, servers=3)
+
+
+def test_filters_are_registered():
+    assert set(FilterModule().filters()) == {"rank_table", "rank_table_check", "rank_table_node_rank"}

@@ -1,0 +1,164 @@
+"""roce_plan: the cluster's device-NIC plan, expanded and validated as a whole."""
+
+import pytest
+from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import FilterModule, roce_plan
+
+
+def node(host, **kw):
+    base = {"host": host, "devices": 2, "model": "910b", "netmask": "255.255.255.0",
+            "gateway": "192.168.121.1", "netdetect": None, "tls": False,
+            "host_networks": ["eth0 10.88.0.8/255.255.0.0"]}
+    base.update(kw)
+    return base
+
+
+def good():
+    return [node("node1", addresses=["192.168.121.101", "192.168.121.102"]),
+            node("node2", address_base="192.168.121.100", address_offset=3)]
+
+
+def test_explicit_and_rule_expand():
+    result = roce_plan(good())
+    assert result["errors"] == []
+    assert [(d["host"], d["device_id"], d["address"]) for d in result["devices"]] == [
+        ("node1", "0", "192.168.121.101"), ("node1", "1", "192.168.121.102"),
+        ("node2", "0", "192.168.121.103"), ("node2", "1", "192.168.121.104")]
+    first = result["devices"][0]
+    assert first == {"host": "node1", "device_id": "0", "address": "192.168.121.101", "netmask": "255.255.255.0",
+                     "prefix": 24, "gateway": "192.168.121.1", "netdetect": "192.168.121.1", "tls": False}
+
+
+def test_eight_npus_by_rule():
+    nodes = [node(f"n{i}", devices=8, address_base="29.1.0.0", address_offset=10 * i, netmask="255.255.0.0",
+                  gateway="29.1.0.1") for i in (1, 2, 3)]
+    result = roce_plan(nodes)
+    assert result["errors"] == []
+    assert len(result["devices"]) == 24
+    assert result["devices"][-1]["address"] == "29.1.0.37"
+
+
+def errors_of(nodes):
+    errors = roce_plan(nodes)["errors"]
+    assert errors
+    return errors
+
+
+def test_duplicate_address_names_both():
+    nodes = good()
+    nodes[1]["address_offset"] = 2  # node2 NPU 0 = 102 = node1 NPU 1
+    assert errors_of(nodes) == ["node2 NPU 0: address 192.168.121.102 is also used by node1 NPU 1"]
+
+
+def test_missing_addresses():
+    nodes = good()
+    nodes[0]["addresses"] = ["192.168.121.101"]
+    nodes[1] = node("node2")
+    errs = errors_of(nodes)
+    assert errs[0] == "node1 NPU 1: no address (roce_device_addresses has 1 entries, the node has 2 device NICs)"
+    assert errs[1].startswith("node2: no device addresses: set roce_device_addresses")
+
+
+def test_too_many_and_malformed_addresses():
+    nodes = good()
+    nodes[0]["addresses"] = ["192.168.121.101", "192.168.121.300", "192.168.121.110"]
+    errs = errors_of(nodes)
+    assert "node1 NPU 1: '192.168.121.300' is not an IPv4 address" in errs
+    assert any(e.startswith("node1: roce_device_addresses has 3 entries for 2 device NICs") for e in errs)
+
+
+def test_910b_one_subnet_per_node_and_gateway_inside():
+    nodes = good()
+    nodes[0]["addresses"] = ["192.168.121.101", "192.168.122.102"]
+    assert errors_of(nodes) == [
+        "node1 NPU 1: address 192.168.122.102 is outside the subnet 192.168.121.0/24 of node1 NPU 0 "
+        "(910B: one subnet per node)"]
+    nodes = good()
+    nodes[1]["gateway"] = "192.168.120.1"
+    assert errors_of(nodes) == ["node2 NPU 0: gateway 192.168.120.1 is outside the device subnet 192.168.121.0/24"]
+
+
+def test_a3_allows_subnets_per_device_but_not_a_foreign_gateway():
+    nodes = [node("a3n1", model="a3", netmask="255.255.255.128",
+                  addresses=["192.168.121.10", "192.168.121.200"], gateway="192.168.121.1")]
+    assert errors_of(nodes) == ["a3n1 NPU 1: gateway 192.168.121.1 is outside the device subnet 192.168.121.128/25"]
+
+
+def test_address_inside_a_host_nic_subnet():
+    nodes = good()
+    nodes[1]["host_networks"] = ["eth0 10.88.0.9/255.255.0.0", "bond0 192.168.121.70/255.255.255.192"]
+    errs = errors_of(nodes)
+    assert errs[0] == "node1 NPU 0: address 192.168.121.101 is inside host NIC bond0 subnet 192.168.121.64/26 of node2"
+    assert len(errs) == 4
+
+
+def test_tls_must_match():
+    nodes = good()
+    nodes[1]["tls"] = True
+    assert errors_of(nodes) == [
+        "roce_tls differs between nodes (it must be the same on every device of a job): off: node1; on: node2"]
+
+
+@pytest.mark.parametrize("key,value,needle", [
+    ("netmask", "255.0.255.0", "node1: roce_netmask '255.0.255.0' is not a netmask"),
+    ("gateway", "gw", "node1: roce_gateway 'gw' is not an IPv4 address"),
+    ("netdetect", "x.y", "node1: roce_netdetect 'x.y' is not an IPv4 address"),
+    ("devices", 0, "node1: roce_devices_per_node must be a positive integer"),
+])
+def test_malformed_settings(key, value, needle):
+    nodes = good()
+    nodes[0][key] = value
+    assert any(e.startswith(needle) for e in errors_of(nodes))
+
+
+def test_network_address_and_gateway_as_device():
+    nodes = [node("node1", addresses=["192.168.121.0", "192.168.121.1"])]
+    assert errors_of(nodes) == [
+        "node1 NPU 0: address 192.168.121.0 is the network or broadcast address of 192.168.121.0/24",
+        "node1 NPU 1: address 192.168.121.1 is the gateway"]
+
+
+def test_filter_registered():
+    assert FilterModule().filters()["roce_plan"] is roce_plan
+
+
+def test_host_networks_from_interface_facts():
+    nodes = good()
+    nodes[0]["host_networks"] = [
+        {"device": "lo", "ipv4": {"address": "127.0.0.1", "netmask": "255.0.0.0"}},
+        {"device": "eth0", "ipv4": {"address": "10.88.0.8", "netmask": "255.255.0.0"},
+         "ipv4_secondaries": [{"address": "192.168.121.99", "netmask": "255.255.255.0"}]},
+        {"device": "eth9"},
+    ]
+    errs = errors_of(nodes)
+    assert errs[0] == "node1 NPU 0: address 192.168.121.101 is inside host NIC eth0 subnet 192.168.121.0/24 of node1"
+    assert len(errs) == 4
+
+
+def test_roce_problems_names_node_npu_and_peer():
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_problems
+
+    plan = roce_plan(good())["devices"]
+    mine = [d for d in plan if d["host"] == "node1"]
+    info = {
+        "devices": [
+            {"device_id": "0", "address": "192.168.121.101", "netmask": "255.255.255.0", "link": "UP",
+             "health": "Success", "speed_mbps": 100000},
+            {"device_id": "1", "address": "192.168.121.99", "netmask": "255.255.255.0", "link": "DOWN",
+             "health": "Fault", "speed_mbps": 25000},
+        ],
+        "pings": [
+            dict(plan[2], device="0", transmitted=3, received=3, loss_pct=0.0, ok=True),
+            dict(plan[3], device="1", transmitted=3, received=0, loss_pct=100.0, ok=False),
+        ],
+    }
+    assert roce_problems(info, mine, "node1", 100000) == [
+        "node1 NPU 1: link is DOWN",
+        "node1 NPU 1: net health is Fault",
+        "node1 NPU 1: speed is 25000 Mb/s, expected 100000",
+        "node1 NPU 1: address is 192.168.121.99/255.255.255.0, the plan says 192.168.121.102/255.255.255.0",
+        "node1 NPU 1 cannot reach node2 NPU 1 (192.168.121.104): 0/3 packets received",
+    ]
+    info["devices"][1].update(address="192.168.121.102", link="UP", health="Success", speed_mbps=100000)
+    info["pings"][1].update(received=3, ok=True)
+    assert roce_problems(info, mine, "node1", 100000) == []
+    assert roce_problems(info, mine, "node1") == []

@@ -1,0 +1,164 @@
+"""Modules hccn and hccn_info against a fake hccn_tool that follows the vendor formats."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ansible_collections.ascendops.cluster.plugins.modules import hccn, hccn_info
+from ansible_collections.ascendops.cluster.tests.unit.plugins.modules.ascend_module_harness import write_script
+
+# State in a JSON file next to the script; every call is logged; BUSY_FILE counts busy answers.
+FAKE = r'''#!/usr/bin/env python3
+import json, os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+state_path = os.path.join(here, "state.json")
+st = json.load(open(state_path))
+with open(os.path.join(here, "calls.log"), "a") as log:
+    log.write(" ".join(sys.argv[1:]) + "\n")
+if st.get("busy", 0) > 0:
+    st["busy"] -= 1
+    json.dump(st, open(state_path, "w"))
+    print("hccn_tool is busy, please try again"); sys.exit(1)
+if st.get("dead"):
+    print("dcmi module initialize failed. ret is -8005"); sys.exit(1)
+a = sys.argv[1:]
+dev = st["devices"].get(a[1])
+if dev is None:
+    print("Parameter error: invalid device id"); sys.exit(1)
+cmd, mode, rest = a[2], a[3], a[4:]
+kv = dict(zip(rest[::2], rest[1::2]))
+if mode == "-s":
+    if cmd == "-ip":
+        dev["address"], dev["netmask"] = kv["address"], kv["netmask"]
+    elif cmd == "-gateway":
+        dev["gateway"] = kv["gateway"]
+    elif cmd == "-netdetect":
+        dev["netdetect"] = kv["address"]
+    elif cmd == "-tls":
+        dev["tls"] = int(kv["enable"])
+    json.dump(st, open(state_path, "w"))
+    print("Cmd executed successfully!"); sys.exit(0)
+g = lambda k: dev.get(k) or ""
+out = {
+    "-ip": "ipaddr:%s\nnetmask:%s" % (g("address"), g("netmask")),
+    "-gateway": "default gateway:%s, Iface:eth%s" % (g("gateway"), a[1]),
+    "-netdetect": "netdetect address: %s" % g("netdetect"),
+    "-tls": "dev_id:%s, tls switch[%d](0:disable, 1:enable), tls preconfigured[1](0:non-preset, 1:preset)"
+            % (a[1], dev.get("tls", 1)),
+    "-link": "link status: %s" % dev.get("link", "UP"),
+    "-net_health": "net health status: %s" % dev.get("health", "Success"),
+    "-speed": "Speed: 100000 Mb/s",
+}.get(cmd)
+if cmd == "-ping":
+    n = int(kv.get("pkt", "3")); r = n if kv["address"] in st.get("reachable", []) else 0
+    out = "device %s PING %s\n%d packets transmitted, %d received, %.2f%% packet loss" % (
+        a[1], kv["address"], n, r, 100.0 * (n - r) / n)
+print(out)
+'''
+
+
+class Fake:
+    def __init__(self, tmp_path, devices=2, **extra):
+        self.dir = tmp_path
+        self.path = write_script(tmp_path / "hccn_tool", FAKE)
+        state = {"devices": {str(i): {} for i in range(devices)}}
+        state.update(extra)
+        self.save(state)
+
+    def save(self, state):
+        (self.dir / "state.json").write_text(json.dumps(state))
+
+    def state(self):
+        return json.loads((self.dir / "state.json").read_text())
+
+    def calls(self):
+        log = self.dir / "calls.log"
+        return log.read_text().splitlines() if log.exists() else []
+
+
+ARGS = {"device": 1, "address": "192.168.121.102", "netmask": "255.255.255.0", "gateway": "192.168.121.1",
+        "netdetect": "192.168.121.1", "tls": False, "delay": 0.0}
+
+
+def test_hccn_configures_then_is_idempotent(run_module, tmp_path):
+    fake = Fake(tmp_path)
+    result = run_module(hccn.main, dict(ARGS, hccn_tool=fake.path), diff=True)
+    assert result["changed"] and not result.get("failed"), result
+    assert fake.state()["devices"]["1"] == {"address": "192.168.121.102", "netmask": "255.255.255.0",
+                                            "gateway": "192.168.121.1", "netdetect": "192.168.121.1", "tls": 0}
+    assert result["commands"][0] == "-i 1 -ip -s address 192.168.121.102 netmask 255.255.255.0"
+    assert "address: \n" in result["diff"]["before"] and "address: 192.168.121.102\n" in result["diff"]["after"]
+    assert "tls: enabled" in result["diff"]["before"] and "tls: disabled" in result["diff"]["after"]
+    again = run_module(hccn.main, dict(ARGS, hccn_tool=fake.path))
+    assert not again["changed"] and again["commands"] == []
+
+
+def test_hccn_check_mode_reports_and_changes_nothing(run_module, tmp_path):
+    fake = Fake(tmp_path)
+    result = run_module(hccn.main, dict(ARGS, hccn_tool=fake.path), check_mode=True, diff=True)
+    assert result["changed"] and result["after"]["address"] == "192.168.121.102"
+    assert fake.state()["devices"]["1"] == {}
+    assert not [c for c in fake.calls() if " -s " in c]
+
+
+def test_hccn_retries_busy(run_module, tmp_path):
+    fake = Fake(tmp_path, busy=2)
+    result = run_module(hccn.main, dict(ARGS, hccn_tool=fake.path))
+    assert result["changed"] and not result.get("failed")
+    assert fake.calls()[:3] == ["-i 1 -ip -g"] * 3
+
+
+def test_hccn_fails_with_the_tool_message(run_module, tmp_path):
+    fake = Fake(tmp_path, dead=True)
+    result = run_module(hccn.main, dict(ARGS, hccn_tool=fake.path))
+    assert result["failed"]
+    assert "dcmi module initialize failed. ret is -8005" in result["msg"] and "device 1" in result["msg"]
+
+
+def test_hccn_missing_tool_names_the_driver(run_module, tmp_path):
+    result = run_module(hccn.main, dict(ARGS, hccn_tool=str(tmp_path / "nope")))
+    assert result["failed"] and "NPU driver" in result["msg"]
+
+
+def test_hccn_info_reports_every_device_and_pings(run_module, tmp_path):
+    fake = Fake(tmp_path, reachable=["192.168.121.103"])
+    state = fake.state()
+    state["devices"]["0"] = {"address": "192.168.121.101", "netmask": "255.255.255.0", "tls": 0}
+    state["devices"]["1"] = {"link": "DOWN", "health": "Fault"}
+    fake.save(state)
+    result = run_module(hccn_info.main, {"devices": [0, 1], "hccn_tool": fake.path, "ping_count": 2,
+                                         "phy_ids": ["4", None], "ping": [
+        {"device": 0, "address": "192.168.121.103"}, {"device_id": "0", "address": "192.168.121.104", "host": "n2"}]})
+    assert not result["changed"] and not result.get("failed"), result
+    assert result["devices"] == [
+        {"device_id": "0", "phy_id": "4", "address": "192.168.121.101", "netmask": "255.255.255.0", "gateway": None,
+         "netdetect": None, "tls": False, "link": "UP", "health": "Success", "speed_mbps": 100000},
+        {"device_id": "1", "phy_id": "1", "address": None, "netmask": None, "gateway": None, "netdetect": None,
+         "tls": True, "link": "DOWN", "health": "Fault", "speed_mbps": 100000},
+    ]
+    assert [(p["address"], p["received"], p["ok"]) for p in result["pings"]] == [
+        ("192.168.121.103", 2, True), ("192.168.121.104", 0, False)]
+    assert result["pings"][1]["host"] == "n2" and result["pings"][1]["device"] == "0"
+    assert "-i 0 -ping -g address 192.168.121.103 pkt 2" in fake.calls()
+
+
+@pytest.mark.parametrize("args,needle", [
+    ({"devices": [0]}, "ret is -8005"),
+    ({}, "no /dev/davinciN"),
+])
+def test_hccn_info_fails_clearly_without_a_running_driver(run_module, tmp_path, monkeypatch, args, needle):
+    from ansible_collections.ascendops.cluster.plugins.module_utils import hccn_tool
+
+    monkeypatch.setattr(hccn_tool, "discover_devices", lambda dev_dir="/dev": [])
+    fake = Fake(tmp_path, dead=True)
+    result = run_module(hccn_info.main, dict(args, hccn_tool=fake.path))
+    assert result["failed"] and needle in result["msg"] and "NPU driver" in result["msg"]
+
+
+def test_discover_devices(tmp_path):
+    from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import discover_devices
+
+    for name in ("davinci0", "davinci10", "davinci1", "davinci_manager", "hisi_hdc"):
+        (tmp_path / name).write_text("")
+    assert discover_devices(str(tmp_path)) == [0, 1, 10]
