@@ -58,8 +58,8 @@ def test_device_addresses_stay_off_the_host_network(host):
 
 def test_host_tuning(host, node):
     sysctl = host.file("/etc/sysctl.d/91-ascendops-roce.conf")
-    assert sysctl.contains("net.core.rmem_max=268435456")
-    assert host.sysctl("net.core.rmem_max") == 268435456
+    assert sysctl.contains("net.ipv4.tcp_rmem=4096 87380 134217728")
+    assert host.run("sysctl -n net.ipv4.tcp_rmem").stdout.split() == ["4096", "87380", "134217728"]
     if node.endswith("node1"):
         assert host.run("cat /sys/class/net/eth0/mtu").stdout.strip() == "1400"
 
