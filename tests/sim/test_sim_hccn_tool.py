@@ -114,14 +114,14 @@ def test_boot_reapplies_hccn_conf_only(booted_node):
 
 
 def _net_stubs(node, log):
-    """``ip`` logs its arguments, knows whether eth1 was moved, runs ``netns exec``; ``ping`` answers
+    """``ip`` logs its arguments, knows whether the device port was made, runs ``netns exec``; ``ping`` answers
     for 192.168.100.21 only."""
-    moved = node.root.parent / "eth1-moved"
+    moved = node.root.parent / "port-made"
     stub(node.stub_bin / "ip", f"""if [ "$1" = netns ] && [ "$2" = exec ]; then shift 3; exec "$@"; fi
 echo "ip $*" >> {log}
 case "$*" in
-  "-n ascend-dev link show eth1") [ -e {moved} ] || exit 1 ;;
-  "link set eth1 netns ascend-dev") touch {moved} ;;
+  "-n ascend-dev link show ascend0") [ -e {moved} ] || exit 1 ;;
+  "link set ascend0 netns ascend-dev") touch {moved} ;;
 esac
 exit 0
 """)
@@ -142,15 +142,20 @@ def test_nic_interface_runs_ip_and_real_ping(booted_node):
     assert not log.exists()  # under $ASCEND_SIM_ROOT the hardware command leaves the network alone
     h = booted_node.hccn
     out(h("-i", "0", "-ip", "-s", "address", "192.168.100.11", "netmask", "255.255.255.0"))
-    # The interface becomes the device side first: its own namespace, its podman address gone.
-    plugged = "ip -n ascend-dev link show eth1"
-    assert log.read_text().splitlines()[:6] == [
+    # First the NPUs' port: a macvlan on the interface, in the device namespace; the interface
+    # itself keeps no IPv4 address (the host never sees the device subnet).
+    plugged = "ip -n ascend-dev link show ascend0"
+    assert log.read_text().splitlines()[:10] == [
         plugged,
         "ip netns add ascend-dev",
-        "ip link set eth1 netns ascend-dev",
-        "ip -n ascend-dev addr flush dev eth1",
+        "ip -4 addr flush dev eth1",
+        "ip link set eth1 up",
+        "ip link del ascend0",
+        "ip link add ascend0 link eth1 type macvlan mode bridge",
+        "ip link set ascend0 netns ascend-dev",
         "ip -n ascend-dev link set lo up",
-        "ip -n ascend-dev link set eth1 up",
+        "ip -n ascend-dev link set ascend0 up",
+        "ip -n ascend-dev addr replace 192.168.100.11/24 dev ascend0",
     ]
     log.write_text("")
     out(h("-i", "0", "-ip", "-s", "address", "192.168.100.15", "netmask", "255.255.255.0"))
@@ -162,9 +167,9 @@ def test_nic_interface_runs_ip_and_real_ping(booted_node):
     assert out(h("-i", "0", "-net_health", "-g")) == "net health status: Success\n"
     assert log.read_text().splitlines() == [
         plugged,
-        "ip -n ascend-dev addr del 192.168.100.11/24 dev eth1",
+        "ip -n ascend-dev addr del 192.168.100.11/24 dev ascend0",
         plugged,
-        "ip -n ascend-dev addr replace 192.168.100.15/24 dev eth1",
+        "ip -n ascend-dev addr replace 192.168.100.15/24 dev ascend0",
         "ping -c 3 -W 1 -I 192.168.100.15 192.168.100.21",
         "ping -c 3 -W 1 -I 192.168.100.15 192.168.100.22",
         "ping -c 1 -W 1 -I 192.168.100.15 192.168.100.21",
@@ -175,29 +180,29 @@ def test_nic_interface_runs_ip_and_real_ping(booted_node):
     booted_node.sim("fault", "link", "0", "up")
     assert log.read_text().splitlines() == [
         plugged,
-        "ip -n ascend-dev addr del 192.168.100.15/24 dev eth1",
+        "ip -n ascend-dev addr del 192.168.100.15/24 dev ascend0",
         plugged,
-        "ip -n ascend-dev addr replace 192.168.100.15/24 dev eth1",
+        "ip -n ascend-dev addr replace 192.168.100.15/24 dev ascend0",
     ]
     # At boot the addresses come back from /etc/hccn.conf only.
     log.write_text("")
     booted_node.p("/etc/hccn.conf").write_text("address_1=192.168.100.12\nnetmask_1=255.255.255.0\n")
     booted_node.sim("boot")
     assert [line for line in log.read_text().splitlines() if line != plugged] == [
-        "ip -n ascend-dev addr del 192.168.100.15/24 dev eth1",
-        "ip -n ascend-dev addr replace 192.168.100.12/24 dev eth1",
+        "ip -n ascend-dev addr del 192.168.100.15/24 dev ascend0",
+        "ip -n ascend-dev addr replace 192.168.100.12/24 dev ascend0",
     ]
 
 
-def test_boot_moves_the_nic_into_the_device_namespace(booted_node):
-    """A restarted container has its interface back in the host namespace: boot moves it again."""
+def test_boot_recreates_the_device_port(booted_node):
+    """A restarted container has lost the device namespace and its port: boot makes them again."""
     log = booted_node.root.parent / "net.log"
     _net_stubs(booted_node, log)
     hw = booted_node.p("/etc/ascend-sim/hardware.json")
     hw.parent.mkdir(parents=True, exist_ok=True)
     hw.write_text('{"npu_count": 2, "nic_interface": "eth1"}')
     assert booted_node.sim("boot").returncode == 0
-    assert "ip link set eth1 netns ascend-dev" in log.read_text().splitlines()
+    assert "ip link set ascend0 netns ascend-dev" in log.read_text().splitlines()
 
 
 def test_ip_failure_leaves_state_unchanged(booted_node):
