@@ -10,3 +10,5 @@ export PATH=$repo/.venv/bin:$PATH ANSIBLE_CONFIG=$repo/ansible.cfg
 ansible-inventory -i inventories/sample --graph
 ansible-playbook --syntax-check -i inventories/sample site.yml
 ansible-playbook -i inventories/sample playbooks/validate.yml --skip-tags validate_nodes
+# The IP plan and rank table preview, from the inventory alone (no node contacted).
+ansible-playbook -i inventories/sample playbooks/plan.yml
