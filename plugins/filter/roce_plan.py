@@ -36,7 +36,7 @@ def _host_networks(node):
                 if net is not None and not net.is_loopback:
                     out.append((entry.get("device") or "?", net))
             continue
-        iface, _, cidr = str(entry).strip().rpartition(" ")
+        iface, _sep, cidr = str(entry).strip().rpartition(" ")
         try:
             out.append((iface or "?", ipaddress.IPv4Network(cidr, strict=False)))
         except ValueError:

@@ -305,7 +305,7 @@ _DAVINCI_RE = re.compile(r"^davinci(\d+)$")
 
 def _tool(module):
     p = module.params
-    return HccnTool(lambda argv: module.run_command(argv), path=p["hccn_tool"],
+    return HccnTool(module.run_command, path=p["hccn_tool"],
                     retries=p["retries"], delay=p["delay"])
 
 
