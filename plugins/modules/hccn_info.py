@@ -21,6 +21,7 @@ author:
   - ascendops engineering (@ascendops)
 extends_documentation_fragment:
   - ascendops.cluster.attributes
+  - ascendops.cluster.hccn_tool
 attributes:
   check_mode:
     support: full
@@ -49,18 +50,6 @@ options:
   ping_count:
     description: Packets per ping (C(pkt)); unset uses hccn_tool's default (3).
     type: int
-  hccn_tool:
-    description: Path of hccn_tool.
-    type: path
-    default: /usr/local/Ascend/driver/tools/hccn_tool
-  retries:
-    description: How often a call answered with C(hccn_tool is busy) is retried.
-    type: int
-    default: 10
-  delay:
-    description: Seconds between retries of a busy hccn_tool.
-    type: float
-    default: 1.0
 seealso:
   - module: ascendops.cluster.hccn
 """
