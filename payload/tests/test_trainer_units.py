@@ -187,6 +187,18 @@ def test_cpu_matmul_peak_is_measured():
     assert 1e-4 < tflops < 100
 
 
+def test_metrics_other_nodes_print_the_line_but_write_no_files(tmp_path, capsys):
+    rec = {"step": 7, "total_steps": 9, "loss": 2.5, "lr": 1e-3, "grad_norm": 1.0, "tokens_per_s_per_device": 123.0,
+           "tflops_per_device": 0.1, "mfu": None, "mem_gib": 1.0, "data_wait_frac": 0.0, "step_time_s": 0.1}
+    node_main = MetricsLogger(str(tmp_path / "n1"), enabled=False, tensorboard=False, console=True)
+    node_main.log(rec)
+    node_main.close()
+    assert "step 7/9 | loss 2.5000" in capsys.readouterr().out and not (tmp_path / "n1").exists()
+    other = MetricsLogger(str(tmp_path / "n2"), enabled=False, tensorboard=False)
+    other.log(rec)
+    assert capsys.readouterr().out == ""
+
+
 def test_metrics_jsonl_keeps_last_record_per_step(tmp_path):
     log = MetricsLogger(str(tmp_path), enabled=True, tensorboard=False)
     for step, loss in [(1, 5.0), (2, 4.0), (2, 3.5), (3, 3.0)]:  # step 2 logged again after a resume

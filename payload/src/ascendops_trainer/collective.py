@@ -19,7 +19,6 @@ The exit status is 0 when every check passed, 1 otherwise. A bandwidth floor is 
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import re
@@ -27,7 +26,7 @@ import socket
 import time
 
 from .config import ConfigError
-from .parallel import BACKENDS, _free_port, check_rank_table_env, detect_device, device_module, launch_info
+from .parallel import device_module, start_process_group
 
 DEFAULT_SIZES = "8K,64K,1M,16M,64M"
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
@@ -65,36 +64,13 @@ def summarize(results: list[dict], nodes: dict[str, list[int]]) -> dict:
             "nodes": nodes}
 
 
-def _init(requested_device: str, timeout_s: int):
-    launch = launch_info()
-    check_rank_table_env(launch)
-    device_type = detect_device(requested_device)
-    if not launch.torchrun:
-        os.environ.update({"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
-                           "MASTER_ADDR": os.environ.get("MASTER_ADDR", "127.0.0.1"),
-                           "MASTER_PORT": os.environ.get("MASTER_PORT", str(_free_port()))})
-    import torch
-    import torch.distributed as dist
-
-    mod = device_module(device_type)
-    if mod is not None:
-        mod.set_device(launch.local_rank)
-        device = torch.device(device_type, launch.local_rank)
-    else:
-        device = torch.device("cpu")
-    backend = BACKENDS[device_type]
-    if not dist.is_initialized():
-        dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=timeout_s))
-    return launch, device_type, device, backend
-
-
 def run_collective(sizes: list[int], iters: int = 10, warmup: int = 2, device: str = "auto",
                    out: str | None = None, timeout_s: int = 600, node_name: str | None = None) -> dict:
     """Time all_reduce for every size on every rank; rank 0 returns (and writes) the report."""
     import torch
     import torch.distributed as dist
 
-    launch, device_type, dev, backend = _init(device, timeout_s)
+    _, _, device_type, dev, backend = start_process_group(device, timeout_s)
     mod = device_module(device_type)
     rank, world = dist.get_rank(), dist.get_world_size()
     node = node_name or os.environ.get("ASCENDOPS_NODE_NAME") or socket.gethostname()

@@ -136,11 +136,13 @@ def format_line(m: dict[str, Any]) -> str:
 class MetricsLogger:
     """Writes one record per log interval: a console line, a JSONL line, TensorBoard scalars.
 
-    Only the main rank writes; the others get a no-op logger.
+    ``enabled`` (the main rank) writes the files; ``console`` (default: the same) prints the line, so
+    that the first process of every node can show its node's progress in that node's log.
     """
 
-    def __init__(self, run_dir: str, enabled: bool, tensorboard: bool = True):
+    def __init__(self, run_dir: str, enabled: bool, tensorboard: bool = True, console: bool | None = None):
         self.enabled = enabled
+        self.console = enabled if console is None else console
         self.path = os.path.join(run_dir, "metrics.jsonl")
         self._tb = None
         if not enabled:
@@ -156,9 +158,10 @@ class MetricsLogger:
                 log.warning("TensorBoard disabled: %s", e)
 
     def log(self, record: dict[str, Any]) -> None:
+        if self.console:
+            print(format_line(record), flush=True)
         if not self.enabled:
             return
-        print(format_line(record), flush=True)
         self._f.write(json.dumps(record) + "\n")
         if self._tb is not None:
             for k, v in record.items():

@@ -46,6 +46,11 @@ class LaunchInfo:
     def is_main(self) -> bool:
         return self.rank == 0
 
+    @property
+    def is_node_main(self) -> bool:
+        """The first process on its node: it logs for the node (every node's journal shows progress)."""
+        return self.local_rank == 0
+
 
 def launch_info(env: dict[str, str] | None = None) -> LaunchInfo:
     """Read the torchrun environment (or describe a single process started without it)."""
@@ -316,8 +321,9 @@ class DistContext:
         return self.launch.rank == 0
 
 
-def init_distributed(requested_device: str = "auto", timeout_s: int = 1800) -> DistContext:
-    """Check the rank table, pick the device, start the process group (and DeepSpeed's view of it)."""
+def start_process_group(requested_device: str = "auto", timeout_s: int = 1800):
+    """Check the rank table, pick the device, start torch.distributed on the device backend.
+    (launch, rank-table server, device type, device, backend); shared by training and the pre-flight."""
     launch = launch_info()
     server = check_rank_table_env(launch)  # before any collective: a bad table must not hang us
     apply_npu_env()  # no-op when train/bench set them already, before importing torch
@@ -340,9 +346,17 @@ def init_distributed(requested_device: str = "auto", timeout_s: int = 1800) -> D
     else:
         device = torch.device("cpu")
     backend = BACKENDS[device_type]
-    timeout = datetime.timedelta(seconds=timeout_s)
     if not dist.is_initialized():
-        dist.init_process_group(backend=backend, timeout=timeout)
+        dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=timeout_s))
+    return launch, server, device_type, device, backend
+
+
+def init_distributed(requested_device: str = "auto", timeout_s: int = 1800) -> DistContext:
+    """The process group (start_process_group), a gloo control group, and DeepSpeed's view of it."""
+    import torch.distributed as dist
+
+    launch, server, device_type, device, backend = start_process_group(requested_device, timeout_s)
+    timeout = datetime.timedelta(seconds=timeout_s)
     control = dist.new_group(backend="gloo", timeout=timeout) if backend != "gloo" else dist.group.WORLD
 
     import deepspeed

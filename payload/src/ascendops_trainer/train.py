@@ -44,6 +44,7 @@ class StopFlag:
 
 
 def setup_logging(is_main: bool) -> None:
+    """INFO for the process that logs for its node (local rank 0), warnings only for the others."""
     # torch warns on every ZeRO collective that DeepSpeed calls all_gather_into_tensor /
     # reduce_scatter_tensor by their old names; harmless, and it would drown the metric lines.
     warnings.filterwarnings("ignore", message=r"`torch\.distributed\.\w+` is deprecated", category=FutureWarning)
@@ -128,7 +129,7 @@ def train(cfg: JobConfig) -> int:
     from .parallel import all_agree_flag, device_name, init_distributed, launch_info, shutdown, synchronize
 
     stop = StopFlag().install()  # before the slow start-up: a SIGTERM then still ends cleanly
-    setup_logging(launch_info().is_main)
+    setup_logging(launch_info().is_node_main)  # each node's journal shows steps, saves and resumes
     if npu_env and launch_info().is_main:
         log.info("NPU environment set (export a variable to override it): %s", npu_env)
     if not cfg.data.path:
@@ -231,7 +232,9 @@ def train(cfg: JobConfig) -> int:
         if peak is None:
             log.warning("no peak FLOPS known for device %r: MFU is not reported (set --metrics.peak_tflops)",
                         dev_name)
-    metrics = MetricsLogger(cfg.run_dir, ctx.is_main, cfg.metrics.tensorboard)
+    # Rank 0 writes the run's files; every node's local rank 0 prints the metric line, with the throughput
+    # its own node measured (the loss is the all-reduced one, the same everywhere).
+    metrics = MetricsLogger(cfg.run_dir, ctx.is_main, cfg.metrics.tensorboard, console=ctx.launch.is_node_main)
 
     # ---- loop state
     total = cfg.train.steps
