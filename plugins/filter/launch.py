@@ -34,6 +34,9 @@ _STEP_RE = re.compile(r"\bstep (?P<step>\d+)/(?P<total>\d+) \| loss (?P<loss>[-+
                       r"(?:.*?\btok/s/dev (?P<tps>[0-9,.]+|n/a))?")
 _RESUME_RE = re.compile(r"resumed from (?P<tag>\S+): step (?P<step>\d+)")
 _SAVE_RE = re.compile(r"saved checkpoint (?P<tag>\S+)")
+# torch prints a rank's uncaught exception with a "[rank3]: " prefix on every line.
+_RANK_PREFIX_RE = re.compile(r"^\s*\[(?:rank|default)\d+\]:\s?")
+_TRACEBACK_RE = re.compile(r"^\s*(?:\[(?:rank|default)\d+\]:\s?)?Traceback \(most recent call last\)")
 
 
 def hccl_errors(text):
@@ -132,8 +135,6 @@ def node_status_line(status):
         body = (f"step {p['step']}/{p.get('total_steps')}, loss {_fmt(p.get('loss'), '.4f')} "
                 f"(first {_fmt(p.get('first_loss'), '.4f')}), "
                 f"{_fmt(p.get('tokens_per_s_per_device'), ',.0f')} tokens/s per device")
-    elif str(status.get("node_rank")) != "0":
-        body = "no step logged here (rank 0 on the first server logs the metrics)"
     else:
         body = "no step logged yet"
     tail = f", last checkpoint {p.get('last_checkpoint') or 'none'}"
@@ -142,6 +143,33 @@ def node_status_line(status):
     if status.get("errors"):
         tail += "; errors: " + ", ".join(e["code"] for e in status["errors"])
     return f"{head}; {body}{tail}"
+
+
+def log_excerpt(text, lines=30, error_lines=40):
+    """What a person needs from a failed job's log: the first error (a Python traceback up to its
+    exception line; torchrun's own summary blocks are skipped, they only name the failed rank) and
+    then the last ``lines`` lines, without repeating lines that are in both. A list of lines."""
+    all_lines = str(text or "").splitlines()
+    tail_start = max(len(all_lines) - int(lines), 0)
+    first_error = []
+    for i, line in enumerate(all_lines[:tail_start]):
+        if _TRACEBACK_RE.match(line):
+            block = [line]
+            for nxt in all_lines[i + 1:tail_start]:
+                block.append(nxt)
+                # the exception line: not indented (after a "[rankN]: " prefix), after the indented frames
+                body = _RANK_PREFIX_RE.sub("", nxt, count=1)
+                if body and not body[0].isspace() and ":" in body:
+                    break
+            if any("torch/distributed/run.py" in b or "launcher/api.py" in b for b in block):
+                continue  # torchrun's own failure report: the rank's error comes before it
+            first_error = block[: int(error_lines)]
+            if len(block) > int(error_lines):
+                first_error += [f"... ({len(block) - int(error_lines)} more lines)", block[-1]]
+            break
+    if first_error:
+        return first_error + ["..."] + all_lines[tail_start:]
+    return all_lines[tail_start:]
 
 
 def hccl_test_results(text):
@@ -164,6 +192,6 @@ class FilterModule:
     def filters(self):
         return {"hccl_errors": hccl_errors, "train_progress": train_progress,
                 "collective_verdict": collective_verdict, "key_value_lines": key_value_lines,
-                "node_status_line": node_status_line,
+                "node_status_line": node_status_line, "log_excerpt": log_excerpt,
                 "hccl_test_results": hccl_test_results,
                 "hccl_test_verdict": hccl_test_verdict, "npu_processes": npu_processes}

@@ -10,6 +10,7 @@ from ansible_collections.ascendops.cluster.plugins.filter.launch import (
     hccl_errors,
     hccl_test_results,
     key_value_lines,
+    log_excerpt,
     node_status_line,
     npu_processes,
     train_progress,
@@ -117,7 +118,7 @@ def test_npu_processes_on_the_vendor_samples():
 def test_filters_registered():
     assert set(FilterModule().filters()) == {
         "hccl_errors", "train_progress", "collective_verdict", "key_value_lines", "node_status_line",
-        "hccl_test_results", "hccl_test_verdict", "npu_processes"}
+        "hccl_test_results", "hccl_test_verdict", "npu_processes", "log_excerpt"}
 
 
 def test_key_value_lines_split_at_the_first_equals_sign():
@@ -126,7 +127,7 @@ def test_key_value_lines_split_at_the_first_equals_sign():
                                      "X": "a=b"}
 
 
-def test_node_status_line_of_the_first_server_and_of_another_one():
+def test_node_status_line_of_a_training_node_and_of_a_failed_one():
     first = {"node": "node1", "state": "active/running", "node_rank": 0, "nproc": "2", "restarts": 0,
              "started": "Mon 2026-11-30 10:00:00 UTC", "progress": train_progress(LOG), "errors": []}
     assert node_status_line(first) == (
@@ -136,4 +137,41 @@ def test_node_status_line_of_the_first_server_and_of_another_one():
                  errors=hccl_errors("EI0006 Getting socket times out"), state="failed/failed")
     line = node_status_line(other)
     assert line.startswith("node2: failed/failed, node_rank 1")
-    assert "no step logged here" in line and line.endswith("last checkpoint none; errors: EI0006")
+    assert "no step logged yet" in line and line.endswith("last checkpoint none; errors: EI0006")
+
+
+TORCHRUN_FAILURE = """W1130 17:23:40 torch/distributed/run.py:803] Setting OMP_NUM_THREADS
+[rank3]: Traceback (most recent call last):
+[rank3]:   File "<frozen runpy>", line 198, in _run_module_as_main
+[rank3]:   File "/opt/ascendops/venv/lib/python3.11/site-packages/ascendops_trainer/collective.py", line 91, in _init
+[rank3]:     dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=timeout_s))
+[rank3]: RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error
+rank 3 exiting
+Traceback (most recent call last):
+  File "/opt/ascendops/venv/bin/torchrun", line 8, in <module>
+  File "/opt/ascendops/venv/lib/python3.11/site-packages/torch/distributed/run.py", line 1019, in run
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+ascendops_trainer FAILED
+Root Cause (first observed failure):
+  rank      : 3 (local_rank: 1)
+  exitcode  : 1 (pid: 8)
+"""
+
+
+def test_log_excerpt_shows_the_ranks_error_not_only_torchruns_summary():
+    out = log_excerpt(TORCHRUN_FAILURE, lines=4)
+    assert out[0] == "[rank3]: Traceback (most recent call last):"
+    assert out[4].endswith("RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/"
+                           "pair.cc:144] no error")
+    assert out[5] == "..."
+    assert out[6:] == TORCHRUN_FAILURE.splitlines()[-4:]
+
+
+def test_log_excerpt_without_an_error_is_the_tail_and_a_long_traceback_is_cut():
+    assert log_excerpt("a\nb\nc", lines=2) == ["b", "c"]
+    frames = "\n".join(f'  File "x.py", line {i}, in f' for i in range(100))
+    text = f"Traceback (most recent call last):\n{frames}\nValueError: bad\nlast"
+    out = log_excerpt(text, lines=1, error_lines=10)
+    assert len(out) == 10 + 2 + 2 and out[10].startswith("... (92 more lines)") and out[11] == "ValueError: bad"
+    assert out[-1] == "last"
