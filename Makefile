@@ -34,14 +34,9 @@ sim-down:
 sim-data: setup
 	HF_HUB_OFFLINE=1 $(VENV)/bin/python sim/data/debug-data.py
 
-# The trainer image archive, built once (make payload-image rebuilds it).
-SIM_TRAINER_TAR := .cache/payload/ascendops-trainer.tar
-$(SIM_TRAINER_TAR):
-	$(MAKE) payload-image
-
 # The main job on the simulated cluster: bring it up, run the whole site playbook (ends with the
 # debug Llama training on every node), then print the per-node training status.
-sim: sim-up sim-data $(SIM_TRAINER_TAR)
+sim: sim-up sim-data payload-image
 	ansible-playbook site.yml -i inventories/sim
 	ansible-playbook playbooks/status.yml -i inventories/sim
 

@@ -9,6 +9,7 @@
 #   WHEEL_DIR    local wheel directory mounted into the build (default /opt/wheels)
 #   PYTHON       interpreter in the base image (default python3)
 #   IMAGE_TAG    tag of the built image (default localhost/ascendops-trainer:latest)
+#   FORCE        1: rebuild even when an image of the same inputs (label ascendops.payload.stamp) exists
 #   CA_BUNDLE    CA bundle pip should trust inside the build (default: $PIP_CERT or $SSL_CERT_FILE when
 #                set, i.e. the host's bundle, needed behind a TLS-inspecting proxy; "none" to disable)
 # Nothing is pulled (--pull=never): the base image must already be in local storage. PyPI is used for
@@ -25,6 +26,22 @@ IMAGE_TAG=${IMAGE_TAG:-localhost/ascendops-trainer:latest}
 if ! podman image exists "$BASE_IMAGE"; then
     echo "build-image.sh: base image $BASE_IMAGE is not in local podman storage (nothing is pulled)" >&2
     exit 2
+fi
+# Content hash of what goes into the image (the payload's files, the base image, the torch spec): an
+# image with the same stamp is reused (FORCE=1 rebuilds), and saved again only when OUT is missing.
+stamp=$( { (cd "$HERE" && find Containerfile requirements.txt check-image-env.py container-entrypoint.sh \
+              pyproject.toml README.md src -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 |
+            sort -z | xargs -0 sha256sum)
+          podman image inspect --format '{{.Id}}' "$BASE_IMAGE"; echo "$TORCH_SPEC ${PYTHON:-python3}"; } |
+        sha256sum | cut -c1-16)
+if [ "${FORCE:-0}" != 1 ] && podman image exists "$IMAGE_TAG" &&
+   [ "$(podman image inspect --format '{{ index .Labels "ascendops.payload.stamp" }}' "$IMAGE_TAG")" = "$stamp" ]; then
+    echo "trainer image $IMAGE_TAG is up to date ($stamp)"
+    if [ -s "$OUT" ]; then exit 0; fi
+    mkdir -p "$(dirname "$OUT")"
+    podman save --output "$OUT.tmp" "$IMAGE_TAG" && mv -f "$OUT.tmp" "$OUT"
+    echo "saved $IMAGE_TAG to $OUT"
+    exit 0
 fi
 # Preflight in the base image: its Python (and, with TORCH_SPEC="", its torch/torch_npu) against the pins.
 check_args=()
@@ -55,6 +72,7 @@ podman build --pull=never \
     --build-arg "TORCH_SPEC=$TORCH_SPEC" \
     "${build_args[@]}" \
     "${volumes[@]}" \
+    --label "ascendops.payload.stamp=$stamp" \
     --tag "$IMAGE_TAG" \
     "$HERE"
 
