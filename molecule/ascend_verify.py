@@ -8,6 +8,7 @@ from ansible_collections.ascendops.cluster.plugins.module_utils import ascend_fo
 _VERSIONS = ascend_formats.parse_key_value((Path(__file__).resolve().parents[1] / "sim" / "versions.env").read_text())
 CURRENT = {k: _VERSIONS[f"SIM_CURRENT_{k.upper()}"] for k in ("driver", "firmware", "cann", "runtime")}
 PREVIOUS = {k: _VERSIONS[f"SIM_PREVIOUS_{k.upper()}"] for k in ("driver", "firmware", "cann", "runtime")}
+NEXT_CANN, NEWDRIVER_CANN = _VERSIONS["SIM_NEXT_CANN"], _VERSIONS["SIM_NEWDRIVER_CANN"]
 DEVICE_NODES = ["/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"]
 
 

@@ -1,6 +1,7 @@
-"""CANN: 8.0.0 installed fresh, then 8.1.RC1 beside it with latest moved; refusals installed nothing."""
+"""CANN: the current version installed fresh, then the next one beside it with latest moved; refusals installed
+nothing. Versions from sim/versions.env."""
 
-from ascend_verify import installs, key_values
+from ascend_verify import CURRENT, NEWDRIVER_CANN, NEXT_CANN, installs, key_values
 
 TK = "/usr/local/Ascend/ascend-toolkit"
 
@@ -12,25 +13,25 @@ def _arch(host):
 def test_install_history(host):
     cann = [i for i in installs(host) if i[0] in ("toolkit", "kernels")]
     # each version installed once, with --install (beside), toolkit before its kernels; the
-    # refused 8.2.RC1 and the mismatched kernels never reached an installer
+    # refused newer-driver CANN and the mismatched kernels never reached an installer
     assert cann == [
-        ("toolkit", "8.0.0", "install"),
-        ("kernels", "8.0.0", "install"),
-        ("toolkit", "8.1.RC1", "install"),
-        ("kernels", "8.1.RC1", "install"),
+        ("toolkit", CURRENT["cann"], "install"),
+        ("kernels", CURRENT["cann"], "install"),
+        ("toolkit", NEXT_CANN, "install"),
+        ("kernels", NEXT_CANN, "install"),
     ]
 
 
 def test_latest_points_at_the_new_version_and_the_old_one_is_kept(host):
     latest = host.file(f"{TK}/latest")
-    assert latest.is_symlink and latest.linked_to == f"{TK}/8.1.RC1"
-    for version in ("8.0.0", "8.1.RC1"):
+    assert latest.is_symlink and latest.linked_to == f"{TK}/{NEXT_CANN}"
+    for version in (CURRENT["cann"], NEXT_CANN):
         info = key_values(host, f"{TK}/{version}/{_arch(host)}-linux/ascend_toolkit_install.info")
         assert info["version"] == version and info["version_dir"] == version
         kernels = key_values(host, f"{TK}/{version}/opp_kernel/version.info")
         # Version= is a build number; the package version is version_dir
         assert kernels["version_dir"] == version and kernels["Version"] != version
-    assert not host.file(f"{TK}/8.2.RC1").exists
+    assert not host.file(f"{TK}/{NEWDRIVER_CANN}").exists
 
 
 def test_login_shell_has_the_toolkit_environment(host):
@@ -45,5 +46,5 @@ def test_login_shell_has_the_toolkit_environment(host):
 
 def test_packages_staged_once(host):
     staged = host.run("ls /var/cache/ascendops/packages").stdout.split()
-    assert f"Ascend-cann-toolkit_8.0.0_linux-{_arch(host)}.run" in staged
-    assert f"Ascend-cann-toolkit_8.1.RC1_linux-{_arch(host)}.run" in staged
+    assert f"Ascend-cann-toolkit_{CURRENT['cann']}_linux-{_arch(host)}.run" in staged
+    assert f"Ascend-cann-toolkit_{NEXT_CANN}_linux-{_arch(host)}.run" in staged
