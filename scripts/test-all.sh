@@ -27,6 +27,8 @@ step packages sim/packages/build-all.sh
 # Prepared node images (sim/image/layers.sh): scenarios that start after the driver stage use
 # localhost/ascendops-sim-node:driver instead of installing the driver again.
 step sim-layers sim/image/layers.sh
+# The trainer image archive the cluster scenario delivers to its nodes (reused while unchanged).
+step trainer-image payload/build-image.sh
 step molecule scripts/molecule-all.sh
 echo
 echo "make test timing summary"
