@@ -36,7 +36,6 @@ _RESUME_RE = re.compile(r"resumed from (?P<tag>\S+): step (?P<step>\d+)")
 _SAVE_RE = re.compile(r"saved checkpoint (?P<tag>\S+)")
 # torch prints a rank's uncaught exception with a "[rank3]: " prefix on every line.
 _RANK_PREFIX_RE = re.compile(r"^\s*\[(?:rank|default)\d+\]:\s?")
-_TRACEBACK_RE = re.compile(r"^\s*(?:\[(?:rank|default)\d+\]:\s?)?Traceback \(most recent call last\)")
 
 
 def hccl_errors(text):
@@ -153,7 +152,7 @@ def log_excerpt(text, lines=30, error_lines=40):
     tail_start = max(len(all_lines) - int(lines), 0)
     first_error = []
     for i, line in enumerate(all_lines[:tail_start]):
-        if _TRACEBACK_RE.match(line):
+        if _RANK_PREFIX_RE.sub("", line, count=1).lstrip().startswith("Traceback (most recent call last)"):
             block = [line]
             for nxt in all_lines[i + 1:tail_start]:
                 block.append(nxt)
