@@ -17,9 +17,9 @@ mkdir -p "$cache"
 cp "$repo/scripts/ansible-test-get-pip.py" "$cache/get_pip_${pip_version//./_}.py"
 
 rm -rf "$work"; mkdir -p "$work"
-# The collection's Ansible content only: the simulator, the trainer and the harness are checked by
-# ruff and pytest, not by Ansible's module rules (galaxy.yml keeps most of them out of the artifact).
-(cd "$repo" && git ls-files -co --exclude-standard -z -- . ':!sim' ':!payload' ':!molecule' ':!tests/sim' \
+# The collection's Ansible content only: the simulator, the trainer, the ascendops CLI and the harness
+# are checked by ruff and pytest, not by Ansible's module rules (galaxy.yml keeps most of them out of the artifact).
+(cd "$repo" && git ls-files -co --exclude-standard -z -- . ':!sim' ':!payload' ':!cli' ':!tests/cli' ':!molecule' ':!tests/sim' \
    ':!scripts' ':!tests/scripts' ':!inventories/sim' ':!conftest.py' ':!.config' | rsync -a --from0 --files-from=- ./ "$work/")
 cd "$work"
 git init -q . && git add -A >/dev/null 2>&1  # ansible-test lists files through git when present

@@ -22,7 +22,7 @@ fi
 pipq() { "$@" 2> >(grep -v 'is ignored' >&2); }
 
 stamp=.venv/.ascendops-stamp
-want=$(cat requirements.txt payload/requirements.txt 2>/dev/null | sha256sum | cut -c1-16)
+want=$(cat requirements.txt payload/requirements.txt cli/pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   [ -x .venv/bin/python ] || "$python" -m venv .venv
   pipq .venv/bin/pip install -q -r requirements.txt
@@ -33,6 +33,8 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
     DS_BUILD_OPS=0 pipq .venv/bin/pip install -q --no-build-isolation -r payload/requirements.txt
     pipq .venv/bin/pip install -q --no-deps --no-build-isolation -e payload
   fi
+  # The `ascendops` console script (drift report), on the ansible-runner pinned above.
+  pipq .venv/bin/pip install -q --no-deps --no-build-isolation -e cli
   .venv/bin/python -c 'import ansible, molecule, pytest' || { echo "setup: toolchain install failed" >&2; exit 1; }
   echo "$want" > "$stamp"
 fi

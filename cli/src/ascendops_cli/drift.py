@@ -1,0 +1,328 @@
+"""`ascendops drift`: what would `site.yml` change, per host and stage, without changing anything.
+
+It runs the playbooks in check mode with diffs (`--check --diff`, always: no option turns check mode
+off) through ansible-runner, reads the job events and reports every task that would change something:
+host, stage, task, resource and a short before/after. Exit codes follow `terraform plan
+-detailed-exitcode`: 0 converged, 2 drift found, 1 error (unreachable host, failed task, bad
+inventory or playbook), the error named.
+
+The report is built from the event stream alone (DriftReport.from_events), so it is tested on
+recorded events without a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+from .stages import STAGES, StageMap
+
+EXIT_CONVERGED, EXIT_ERROR, EXIT_DRIFT = 0, 1, 2
+SCHEMA_VERSION = 1
+# Lines of a before/after diff kept per change (the whole diff is in ansible-runner's artifacts).
+DIFF_LINES = 12
+# Result keys that name the resource a task acts on, most specific first.
+_RESOURCE_KEYS = ("dest", "path", "name", "key", "device", "unit", "pkg", "src")
+_CENSORED = "censored"
+
+
+@dataclass
+class Change:
+    """One task that would change one resource on one host."""
+
+    host: str
+    stage: str
+    task: str
+    action: str
+    resource: str | None = None
+    diff: list[str] = field(default_factory=list)  # short unified before/after lines ("-", "+", " ")
+    hidden: bool = False  # no_log: the result is censored, only the fact of a change is reported
+
+
+@dataclass
+class Failure:
+    """A host that could not be judged: unreachable, a failed task, or the run itself failed."""
+
+    host: str | None
+    stage: str | None
+    task: str | None
+    kind: str  # unreachable | failed | run
+    message: str
+
+
+@dataclass
+class DriftReport:
+    inventory: str
+    limit: str | None
+    stages: list[str]
+    hosts: list[str] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    duration_s: float | None = None
+
+    # ---- building from ansible-runner events
+
+    @classmethod
+    def from_events(cls, events: Iterable[dict[str, Any]], stage_map: StageMap, *, inventory: str,
+                    limit: str | None = None, stages: list[str] | None = None, rc: int = 0,
+                    stdout_tail: str = "") -> DriftReport:
+        report = cls(inventory=inventory, limit=limit, stages=list(stages or STAGES))
+        hosts: dict[str, None] = {}
+        for ev in events:
+            kind = ev.get("event", "")
+            data = ev.get("event_data") or {}
+            host = data.get("host")
+            if host and kind.startswith("runner_on_") and host != "localhost":
+                hosts.setdefault(host, None)
+            if kind == "playbook_on_stats":
+                for section in ("ok", "changed", "failures", "dark", "skipped", "processed"):
+                    for h in data.get(section) or {}:
+                        if h != "localhost":
+                            hosts.setdefault(h, None)
+                continue
+            if kind not in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable"):
+                continue
+            stage = stage_map.stage_of(data.get("play"), data.get("task_path"), data.get("role"))
+            res = data.get("res") or {}
+            task = data.get("task") or "?"
+            if kind == "runner_on_unreachable":
+                report.failures.append(Failure(host, stage, task, "unreachable", _message(res)))
+            elif kind == "runner_on_failed":
+                if data.get("ignore_errors"):
+                    continue
+                report.failures.append(Failure(host, stage, task, "failed", _message(res)))
+            elif stage in report.stages:
+                report.changes.extend(_changes(host, stage, task, data.get("task_action") or "", res))
+        if rc != 0 and not report.failures:
+            # The run failed before any task did (syntax, inventory, a refused --limit ...): name it.
+            report.failures.append(Failure(None, None, None, "run",
+                                           f"ansible-playbook exited {rc}: {_last_lines(stdout_tail)}"))
+        report.hosts = sorted(hosts)
+        return report
+
+    # ---- verdict and output
+
+    @property
+    def exit_code(self) -> int:
+        if self.failures:
+            return EXIT_ERROR
+        return EXIT_DRIFT if self.changes else EXIT_CONVERGED
+
+    @property
+    def status(self) -> str:
+        return {EXIT_CONVERGED: "converged", EXIT_DRIFT: "drift", EXIT_ERROR: "error"}[self.exit_code]
+
+    def by_host(self) -> dict[str, dict[str, list[Change]]]:
+        out: dict[str, dict[str, list[Change]]] = {h: {} for h in self.hosts}
+        for c in self.changes:
+            out.setdefault(c.host, {}).setdefault(c.stage, []).append(c)
+        order = {s: i for i, s in enumerate(STAGES)}
+        return {h: dict(sorted(st.items(), key=lambda kv: order.get(kv[0], len(order))))
+                for h, st in sorted(out.items())}
+
+    def to_json(self) -> dict[str, Any]:
+        """The documented schema (README, 'Drift report'): one object, hosts by name, stages in site.yml order."""
+        hosts = {}
+        for host, stages in self.by_host().items():
+            hosts[host] = {
+                "status": "error" if any(f.host == host for f in self.failures) else
+                          ("drift" if stages else "converged"),
+                "changes": sum(len(v) for v in stages.values()),
+                "stages": {s: [_change_json(c) for c in cs] for s, cs in stages.items()},
+            }
+        return {
+            "schema": SCHEMA_VERSION,
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "inventory": self.inventory,
+            "limit": self.limit,
+            "stages": self.stages,
+            "duration_s": None if self.duration_s is None else round(self.duration_s, 1),
+            "summary": {"hosts": len(self.hosts), "hosts_drifted": sum(1 for h in hosts.values() if h["changes"]),
+                        "changes": len(self.changes), "errors": len(self.failures)},
+            "hosts": hosts,
+            "errors": [asdict(f) for f in self.failures],
+        }
+
+    def render(self) -> str:
+        lines = []
+        by_host = self.by_host()
+        took = f", {self.duration_s:.0f} s" if self.duration_s is not None else ""
+        drifted = sum(1 for st in by_host.values() if st)
+        lines.append(f"ascendops drift: {self.status}: {len(self.changes)} change(s) on {drifted} of "
+                     f"{len(by_host)} host(s) ({self.inventory}{', limit ' + self.limit if self.limit else ''}"
+                     f"{took})")
+        for host, stages in by_host.items():
+            if not stages:
+                lines.append(f"{host}: converged")
+                continue
+            lines.append(f"{host}:")
+            for stage, changes in stages.items():
+                lines.append(f"  {stage}:")
+                for c in changes:
+                    lines.append(f"    ~ {c.task}" + (f"  [{c.resource}]" if c.resource else ""))
+                    if c.hidden:
+                        lines.append("        (no_log: before/after hidden)")
+                    lines.extend(f"        {d}" for d in c.diff)
+        for f in self.failures:
+            where = " / ".join(x for x in (f.host, f.stage, f.task) if x)
+            lines.append(f"ERROR ({f.kind}) {where}: {f.message}" if where else f"ERROR ({f.kind}): {f.message}")
+        return "\n".join(lines)
+
+
+def _change_json(c: Change) -> dict[str, Any]:
+    return {"task": c.task, "action": c.action, "resource": c.resource, "diff": c.diff, "hidden": c.hidden}
+
+
+def _changes(host: str, stage: str, task: str, action: str, res: dict[str, Any]) -> list[Change]:
+    """The changes one task result stands for: one per changed loop item, else one."""
+    if _CENSORED in res:
+        return [Change(host, stage, task, action, hidden=True)] if res.get("changed") else []
+    if isinstance(res.get("results"), list):
+        out = []
+        for item in res["results"]:
+            if isinstance(item, dict) and item.get("changed"):
+                out.extend(_one(host, stage, task, action, item, label=_item_label(item)))
+        return out
+    return _one(host, stage, task, action, res) if res.get("changed") else []
+
+
+def _one(host, stage, task, action, res, label=None) -> list[Change]:
+    if _CENSORED in res:
+        return [Change(host, stage, task, action, resource=label, hidden=True)]
+    args = (res.get("invocation") or {}).get("module_args") or {}  # check mode often returns no dest/path
+    resource = label or next((str(src[k]) for src in (res, args) for k in _RESOURCE_KEYS
+                              if isinstance(src.get(k), (str, int)) and src.get(k) != ""), None)
+    return [Change(host, stage, task, action, resource=resource, diff=summarize_diff(res.get("diff")))]
+
+
+def _item_label(item: dict[str, Any]) -> str | None:
+    label = item.get("_ansible_item_label", item.get("item"))
+    if label is None:
+        return None
+    return label if isinstance(label, str) else json.dumps(label, sort_keys=True, default=str)[:120]
+
+
+def summarize_diff(diff: Any, limit: int = DIFF_LINES) -> list[str]:
+    """A short before/after from a module's `diff` (a dict or a list of dicts with before/after,
+    strings or structures, or a `prepared` text): changed lines only, at most `limit`."""
+    if not diff:
+        return []
+    parts = diff if isinstance(diff, list) else [diff]
+    out: list[str] = []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        if part.get("prepared"):
+            out.extend(ln for ln in str(part["prepared"]).splitlines()
+                       if ln[:1] in "+-" and not ln.startswith(("+++", "---")))
+            continue
+        if "before" not in part and "after" not in part:
+            continue
+        before, after = _text(part.get("before")), _text(part.get("after"))
+        if before == after:
+            continue
+        header = part.get("after_header") or part.get("before_header")
+        if header and len(parts) > 1:
+            out.append(f"@ {header}")
+        out.extend(_line_diff(before, after))
+    if len(out) > limit:
+        out = out[:limit] + [f"... {len(out) - limit} more line(s)"]
+    return out
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, indent=1, sort_keys=True, default=str)
+    return str(value)
+
+
+def _line_diff(before: str, after: str) -> list[str]:
+    import difflib
+
+    lines = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+    return [ln for ln in lines if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+
+
+def _message(res: dict[str, Any]) -> str:
+    if _CENSORED in res:
+        return "(output hidden by no_log)"
+    msg = res.get("msg") or res.get("stderr") or res.get("module_stderr") or res.get("stdout") or ""
+    if isinstance(msg, (list, dict)):
+        msg = json.dumps(msg, default=str)
+    return " ".join(str(msg).split())[:600] or "(no message)"
+
+
+def _last_lines(text: str, n: int = 6) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return " | ".join(lines[-n:]) or "(no output)"
+
+
+# ---- running it
+
+def find_project_dir(start: str | None = None) -> str:
+    """The clone to run from: ASCENDOPS_PROJECT_DIR, else the first directory up from `start` (the
+    working directory) holding playbooks/site.yml, else the clone this package is installed from."""
+    env = os.environ.get("ASCENDOPS_PROJECT_DIR")
+    if env:
+        return os.path.abspath(env)
+    here = os.path.abspath(start or os.getcwd())
+    while True:
+        if os.path.isfile(os.path.join(here, "playbooks", "site.yml")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    # cli/src/ascendops_cli/drift.py in a clone (editable install)
+    return os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+
+
+def run_drift(inventory: str, *, project_dir: str, limit: str | None = None, stages: list[str] | None = None,
+              extravars: dict[str, Any] | None = None, keep_artifacts: str | None = None,
+              verbose: bool = False) -> DriftReport:
+    """Run the playbooks in check mode with diffs through ansible-runner and build the report."""
+    import ansible_runner
+
+    smap = StageMap.load(project_dir)
+    chosen = list(stages or STAGES)
+    if set(chosen) >= set(STAGES):
+        playbooks = [os.path.join(project_dir, "playbooks", "site.yml")]
+    else:
+        playbooks = smap.playbooks_for(chosen)
+    private = keep_artifacts or tempfile.mkdtemp(prefix="ascendops-drift-")
+    os.makedirs(private, exist_ok=True)
+    wrapper = os.path.join(private, "drift.yml")
+    with open(wrapper, "w", encoding="utf-8") as f:  # one playbook importing the chosen ones, by absolute path
+        f.write("---\n" + "".join(f"- ansible.builtin.import_playbook: {json.dumps(p)}\n" for p in playbooks))
+    env = {
+        # ansible-playbook from the same virtualenv as this command, even when it is not activated
+        "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+        "ANSIBLE_CONFIG": os.environ.get("ANSIBLE_CONFIG", os.path.join(project_dir, "ansible.cfg")),
+        "ANSIBLE_FORCE_COLOR": "0",
+    }
+    started = time.monotonic()
+    try:
+        r = ansible_runner.run(
+            private_data_dir=private, project_dir=project_dir, playbook=wrapper,
+            inventory=os.path.abspath(inventory), limit=limit, extravars=extravars or None,
+            cmdline="--check --diff",  # always: drift never changes a node
+            envvars=env, quiet=not verbose, suppress_env_files=True,
+        )
+        events = list(r.events)
+        stdout = r.stdout.read() if r.stdout else ""
+        report = DriftReport.from_events(events, smap, inventory=inventory, limit=limit, stages=chosen,
+                                         rc=r.rc if r.rc is not None else 1, stdout_tail=stdout[-4000:])
+    finally:
+        if not keep_artifacts:
+            shutil.rmtree(private, ignore_errors=True)
+    report.duration_s = time.monotonic() - started
+    return report
