@@ -159,6 +159,16 @@ def test_summarize_diff_prepared_text_and_limit():
     out = d.summarize_diff(many, limit=5)
     assert len(out) == 6 and out[-1] == "... 25 more line(s)"
     assert d.summarize_diff({"before": "same", "after": "same"}) == []
+    package = {"before": "#!/bin/sh\n" * 2000, "after": ""}
+    assert d.summarize_diff(package) == ["~ content differs (2001 lines before, 1 after)"]
+
+
+def test_a_failed_loop_names_its_failed_items(smap):
+    res = {"msg": "One or more items failed", "results": [
+        {"failed": False, "item": "a.run"},
+        {"failed": True, "item": "driver.run", "msg": "staged package missing (check mode)"}]}
+    r = d.DriftReport.from_events([ev("runner_on_failed", res=res)], smap, inventory="inv")
+    assert r.failures[0].message == "[driver.run] staged package missing (check mode)"
 
 
 # ---- real runs through ansible-runner on localhost (a throw-away project shaped like ours)

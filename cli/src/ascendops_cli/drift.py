@@ -27,6 +27,8 @@ EXIT_CONVERGED, EXIT_ERROR, EXIT_DRIFT = 0, 1, 2
 SCHEMA_VERSION = 1
 # Lines of a before/after diff kept per change (the whole diff is in ansible-runner's artifacts).
 DIFF_LINES = 12
+# A before/after longer than this is reported as "content differs", not line by line.
+BIG_FILE_LINES = 400
 # Result keys that name the resource a task acts on, most specific first.
 _RESOURCE_KEYS = ("dest", "path", "name", "key", "device", "unit", "pkg", "src")
 _CENSORED = "censored"
@@ -231,6 +233,10 @@ def summarize_diff(diff: Any, limit: int = DIFF_LINES) -> list[str]:
         header = part.get("after_header") or part.get("before_header")
         if header and len(parts) > 1:
             out.append(f"@ {header}")
+        nb, na = before.count("\n") + 1, after.count("\n") + 1
+        if max(nb, na) > BIG_FILE_LINES:  # a package or an archive: its lines say nothing
+            out.append(f"~ content differs ({nb} lines before, {na} after)")
+            continue
         out.extend(_line_diff(before, after))
     if len(out) > limit:
         out = out[:limit] + [f"... {len(out) - limit} more line(s)"]
@@ -255,6 +261,10 @@ def _line_diff(before: str, after: str) -> list[str]:
 def _message(res: dict[str, Any]) -> str:
     if _CENSORED in res:
         return "(output hidden by no_log)"
+    if isinstance(res.get("results"), list):  # a loop: the failed items' own messages
+        failed = [r for r in res["results"] if isinstance(r, dict) and r.get("failed")]
+        if failed:
+            return " ; ".join(f"[{_item_label(r)}] {_message(r)}" for r in failed)[:1200]
     msg = res.get("msg") or res.get("stderr") or res.get("module_stderr") or res.get("stdout") or ""
     if isinstance(msg, (list, dict)):
         msg = json.dumps(msg, default=str)
