@@ -239,3 +239,25 @@ def test_console_script_help_lists_the_stages():
     out = subprocess.run([sys.executable, "-m", "ascendops_cli.main", "drift", "--help"], capture_output=True,
                          text=True, env=env, check=True)
     assert "preflight, npu_driver, cann, roce, container_runtime, launch" in out.stdout
+
+
+# ---- per-stage timing (scripts/bench-rerun.sh)
+
+def test_stage_seconds_from_play_start_events(smap):
+    from ascendops_cli.timing import changed_count, medians, stage_seconds
+
+    def play(t, name):
+        return {"event": "playbook_on_play_start", "created": f"2026-12-01T10:00:{t:02d}.000000+00:00",
+                "event_data": {"play": name}}
+
+    events = [play(0, "Validate | Controller and inventory"), play(4, "Validate | Every host's settings"),
+              play(6, ROCE), play(16, "Collective | All-reduce bandwidth and correctness across every node's devices"),
+              play(20, LAUNCH),
+              {"event": "playbook_on_stats", "created": "2026-12-01T10:00:30.000000+00:00",
+               "event_data": {"changed": {"node1": 0, "node2": 1}}}]
+    assert stage_seconds(events, smap) == {"validate": 6.0, "roce": 10.0, "launch": 14.0}
+    assert changed_count(events) == 1
+    m = medians([{"rc": 0, "wall_s": 30.0, "changed": 0, "stages": {"roce": 10.0}},
+                 {"rc": 0, "wall_s": 20.0, "changed": 0, "stages": {"roce": 6.0}},
+                 {"rc": 0, "wall_s": 25.0, "changed": 0, "stages": {"roce": 8.0}}])
+    assert m["total_s"] == 25.0 and m["stages"] == {"roce": 8.0}
