@@ -19,10 +19,11 @@ import warnings
 from typing import Any
 
 from .config import ConfigError, JobConfig, grad_accum_steps
+from .status import EXIT_NONFINITE, EXIT_STOPPED, GRACE_ENV, RunStatus
 
 log = logging.getLogger("ascendops_trainer")
 
-EXIT_PREEMPTED = 143  # 128 + SIGTERM: stopped on request after saving a checkpoint
+EXIT_PREEMPTED = EXIT_STOPPED  # 128 + SIGTERM: stopped on request after saving a checkpoint
 
 
 class StopFlag:
@@ -63,6 +64,23 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+TORCHRUN_GRACE_S = 30.0  # torchrun's SIGTERM -> SIGKILL time for its workers (before --shutdown-timeout)
+
+
+def grace_period(cfg: JobConfig, env: dict[str, str] | None = None) -> tuple[float, str]:
+    """(seconds a save on SIGTERM may take before the worker is killed, where that number comes from)."""
+    env = os.environ if env is None else env
+    if cfg.checkpoint.grace_period_s:
+        return cfg.checkpoint.grace_period_s, "checkpoint.grace_period_s"
+    try:
+        launcher = float(env.get(GRACE_ENV, ""))
+    except ValueError:
+        launcher = 0.0
+    if launcher > 0:
+        return launcher, f"ascendops-train launch --grace-s, {GRACE_ENV}"
+    return TORCHRUN_GRACE_S, "torchrun's default; run under `ascendops-train launch --grace-s N` for more"
+
+
 def _lm_head(model):
     """The lm_head of a LlamaForCausalLM, also through a DeepSpeed engine or DDP wrapper."""
     return getattr(model, "module", model).lm_head
@@ -96,10 +114,10 @@ def causal_lm_loss(engine_or_model, batch, position_ids=None):
     return F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), targets.reshape(-1))
 
 
-EXIT_NONFINITE = 4  # stopped: loss or gradient norm not finite; nothing saved after the last good step
-
-
-def train(cfg: JobConfig) -> int:
+def train(cfg: JobConfig, status: RunStatus | None = None) -> int:
+    """Train; returns the exit code (status.py). `status` (the node's status file) gets the progress;
+    the caller writes the final state of a raised error (cli.main)."""
+    status = status or RunStatus(None)
     from .parallel import apply_npu_env
 
     npu_env = apply_npu_env()  # before torch is imported: torch autoloads torch_npu, which reads them at import
@@ -183,6 +201,7 @@ def train(cfg: JobConfig) -> int:
             loader.load_state_dict(state["loader"])
             log.info("resumed from %s: step %d, data epoch %d, %d samples into it", tag, step,
                      loader.state.epoch, loader.state.consumed)
+            status.resumed(step, tag)
 
     # ---- metrics set-up
     counts = param_counts(hf_config)
@@ -245,6 +264,8 @@ def train(cfg: JobConfig) -> int:
     interval_steps, data_wait, paused = 0, 0.0, 0.0  # paused: checkpoint/eval time, not training time
     last_save_t = time.monotonic()
     last_good = ckpt.last_saved_step
+    grace_s, grace_src = grace_period(cfg)
+    reason: str | None = None  # one line for the status file when the run ends other than by completing
 
     def health() -> tuple[float, bool]:
         """(loss sum of the interval over all ranks, all finite?). Collective: every rank calls it."""
@@ -256,6 +277,9 @@ def train(cfg: JobConfig) -> int:
         return total_loss, math.isfinite(total_loss) and bad == 0
 
     def refuse_nonfinite(at_step: int, loss_value: float | None) -> int:
+        nonlocal reason
+        reason = (f"non-finite loss or gradient norm by step {at_step} (loss {loss_value}); not saved, the newest "
+                  f"checkpoint stays {ck.tag_for(last_good) if last_good is not None else 'none'}")
         gn = engine.get_global_grad_norm()
         if ctx.is_main:
             log.error("non-finite %s by step %d (loss %s, last grad norm %s): stopping WITHOUT saving, so the newest "
@@ -277,11 +301,12 @@ def train(cfg: JobConfig) -> int:
         t0 = time.monotonic()
         ckpt.save(engine, at_step, state)
         took = time.monotonic() - t0
-        if took > 0.5 * cfg.checkpoint.grace_period_s and ctx.is_main:
-            log.warning("checkpoint save took %.1f s, more than half of checkpoint.grace_period_s=%.0f s: a save on "
+        if took > 0.5 * grace_s and ctx.is_main:
+            log.warning("checkpoint save took %.1f s, more than half of the %.0f s grace period (%s): a save on "
                         "SIGTERM may be killed; raise the launcher's grace period (see README, Checkpoints)",
-                        took, cfg.checkpoint.grace_period_s)
+                        took, grace_s, grace_src)
         last_save_t, last_good = time.monotonic(), at_step
+        status.saved(at_step, ck.tag_for(at_step))
         return True
 
     def evaluate() -> float:
@@ -304,6 +329,7 @@ def train(cfg: JobConfig) -> int:
     exit_code = 0
     if step >= total:
         log.info("checkpoint is at step %d >= train.steps %d: nothing to train", step, total)
+        reason = f"nothing to train: the checkpoint is at step {step} >= train.steps {total}"
     while step < total:
         lr = engine.get_lr()[0]  # the LR this step uses (the schedule advances after the update)
         step_loader_state = loader.state_dict()  # where this step's data starts (for a save mid-step)
@@ -328,10 +354,9 @@ def train(cfg: JobConfig) -> int:
             # data position goes back to where this step began, so a resume redoes the whole step.
             if ctx.is_main:
                 log.warning("SIGTERM: saving a checkpoint at step %d and stopping", step)
-            if ckpt.last_saved_step == step:
-                exit_code = EXIT_PREEMPTED  # this very step is already saved
-            elif save(step, step_loader_state, tokens_seen):
-                exit_code = EXIT_PREEMPTED
+            if ckpt.last_saved_step == step or save(step, step_loader_state, tokens_seen):
+                exit_code = EXIT_PREEMPTED  # (an already saved step is not saved again)
+                reason = f"SIGTERM: stopped after saving {ck.tag_for(step)}"
             else:
                 exit_code = refuse_nonfinite(step, None)
             break
@@ -358,6 +383,7 @@ def train(cfg: JobConfig) -> int:
                 "data_wait_frac": data_wait / dt, "step_time_s": dt / interval_steps,
                 "tokens_seen": tokens_seen, "epoch": loader.state.epoch, "time": time.time(),
             })
+            status.running(step, mean_loss, tps, mfu(tps, fpt, peak))
             if not ok:
                 exit_code = refuse_nonfinite(step, mean_loss)
                 break
@@ -387,6 +413,7 @@ def train(cfg: JobConfig) -> int:
     metrics.close()
     engine.destroy()
     shutdown()
+    status.finish(exit_code, step, reason)
     return exit_code
 
 
