@@ -90,6 +90,42 @@ def test_chunked_cross_entropy_equals_full_logits():
     torch.testing.assert_close(cw, gw)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_chunked_cross_entropy_honours_ignore_index(dtype):
+    """Targets of -100 take no part: the mean is over the valid tokens, as F.cross_entropy computes it
+    (fp32 softmax over logits in the weights' dtype), in value and gradients; in fp32 and in bf16."""
+    import torch
+    import torch.nn.functional as F
+
+    from ascendops_trainer.kernels import chunked_cross_entropy
+
+    dt = getattr(torch, dtype)
+    g = torch.Generator().manual_seed(0)
+    h = torch.randn(3, 11, 16, generator=g).to(dt).requires_grad_()
+    w = torch.randn(50, 16, generator=g).to(dt).requires_grad_()
+    t = torch.randint(0, 50, (3, 11), generator=g)
+    t[0, :4] = -100  # e.g. a prompt, padding, a document boundary
+    t[2, 7] = -100
+    t[1, :] = -100  # a whole sample
+    ref = F.cross_entropy((h @ w.t()).float().reshape(-1, 50), t.reshape(-1))  # ignore_index=-100, mean
+    gh, gw = torch.autograd.grad(ref, (h, w))
+    got = chunked_cross_entropy(h, w, t, 7)
+    ch, cw = torch.autograd.grad(got, (h, w))
+    tol = {"rtol": 1e-5, "atol": 1e-6} if dt == torch.float32 else {"rtol": 2e-2, "atol": 2e-3}
+    torch.testing.assert_close(got, ref, **tol)
+    assert ch.dtype == dt and cw.dtype == dt
+    torch.testing.assert_close(ch, gh, **tol)
+    torch.testing.assert_close(cw, gw, **tol)
+    assert (ch[1] == 0).all() and (ch[0, :4] == 0).all()  # ignored positions get no gradient
+    # the mean is over valid tokens, not all: 33 tokens, 17 valid
+    plain = chunked_cross_entropy(h, w, torch.where(t < 0, 0, t), 7)
+    assert not torch.allclose(got.float(), plain.float())
+    # nothing valid: 0 with zero gradients (F.cross_entropy would give NaN and stop the run as non-finite)
+    none = chunked_cross_entropy(h, w, torch.full_like(t, -100), 7)
+    zh, zw = torch.autograd.grad(none, (h, w))
+    assert none.item() == 0.0 and not zh.any() and not zw.any()
+
+
 def test_model_loss_through_chunked_head_equals_stock_loss():
     import torch
 
