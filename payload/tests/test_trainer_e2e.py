@@ -129,6 +129,7 @@ def test_export_loads_in_transformers_with_same_logits(prepared, straight_run):
     assert model.config.num_hidden_layers == 2 and model.config.rope_parameters["rope_theta"] == 500000.0
     written = json.loads((hf / "config.json").read_text())
     assert written["rope_theta"] == 500000.0 and written["rope_parameters"]["rope_theta"] == 500000.0
+    assert written["rope_scaling"] is None and written["torch_dtype"] == written["dtype"] == "float32"
     probe = load_file(str(hf / "export_probe.safetensors"))  # logits the DeepSpeed engine gave at export
     with torch.no_grad():
         logits = model(input_ids=probe["input_ids"]).logits.float()

@@ -173,6 +173,39 @@ def test_attn_implementation_auto():
         resolve_attn_implementation("flash_attention_2", "cpu")
 
 
+@pytest.mark.parametrize("scaled", [True, False])
+def test_export_config_reads_the_same_in_both_key_styles(tmp_path, scaled):
+    """The exported config.json carries rope_parameters + dtype (transformers >= 5) and rope_theta,
+    rope_scaling (Llama 3.1 `llama3`) + torch_dtype (transformers 4.x, vLLM, llama.cpp's converter).
+    Read back through each style alone, it is the same model."""
+    from transformers import LlamaConfig
+
+    from ascendops_trainer.checkpoint import _finish_export
+    from ascendops_trainer.model import normalize_rope_fields
+
+    llama31 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 8192}
+    legacy_in = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
+                 "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 512,
+                 "max_position_embeddings": 131072, "rope_theta": 500000.0,
+                 "rope_scaling": llama31 if scaled else None}
+    hf = build_hf_config(build_config({}).model)
+    cfg = LlamaConfig.from_dict({**hf.to_dict(), **normalize_rope_fields(legacy_in)})
+    _finish_export(tmp_path, cfg.to_dict(), "bf16", None, {})
+    written = json.loads((tmp_path / "config.json").read_text())
+    assert written["torch_dtype"] == written["dtype"] == "bfloat16" and written["rope_theta"] == 500000.0
+    assert written["rope_scaling"] == (llama31 if scaled else None)
+    assert written["rope_parameters"] == {**(llama31 if scaled else {"rope_type": "default"}), "rope_theta": 500000.0}
+    # transformers 5 on the file as written
+    t5 = LlamaConfig.from_pretrained(str(tmp_path))
+    assert t5.rope_parameters == written["rope_parameters"] and t5.max_position_embeddings == 131072
+    # a 4.x-style reader sees only the legacy keys; a 5-style one only rope_parameters: same RoPE
+    legacy_only = {k: v for k, v in written.items() if k != "rope_parameters"}
+    new_only = {k: v for k, v in written.items() if k not in ("rope_theta", "rope_scaling")}
+    assert normalize_rope_fields(legacy_only)["rope_parameters"] == normalize_rope_fields(new_only)["rope_parameters"]
+    assert LlamaConfig.from_dict(legacy_only).rope_parameters == t5.rope_parameters
+
+
 # ---------------------------------------------------------------- DeepSpeed config
 
 
