@@ -271,6 +271,43 @@ def test_visible_devices_in_a_container_with_a_subset_of_npus():
         check_rank_table(servers, launch, {"ASCEND_VISIBLE_DEVICES": "0,1"})
 
 
+def test_part_of_a_node_through_ascend_rt_visible_devices():
+    """A job on NPUs 4 and 5 of a node: ASCEND_RT_VISIBLE_DEVICES=4,5, the rank table names 4 and 5,
+    local rank i uses visible index i, whose physical id is what the table is checked against."""
+    from ascendops_trainer.parallel import check_visible_devices
+
+    servers = parse_rank_table(_trainer_helpers.rank_table([("10.0.0.11", [4, 5])]))
+    for local in (0, 1):
+        launch = LaunchInfo(rank=local, world_size=2, local_rank=local, local_world_size=2, node_rank=0,
+                            torchrun=True)
+        assert check_visible_devices(launch, {"ASCEND_RT_VISIBLE_DEVICES": "4,5"}) == 4 + local
+        assert check_rank_table(servers, launch, {"ASCEND_RT_VISIBLE_DEVICES": "4,5"})["server_id"] == "10.0.0.11"
+    with pytest.raises(RankTableError, match=r"rank 1 is device 5 on server 10.0.0.11, but this process "
+                                             r"\(LOCAL_RANK=1\) would use device 3 \(ASCEND_RT_VISIBLE_DEVICES=2,3\)"):
+        check_rank_table(servers, launch, {"ASCEND_RT_VISIBLE_DEVICES": "2,3"})
+    with pytest.raises(ConfigError, match=r"starts 2 processes on this node .* only 1 NPUs are visible "
+                                          r"\(ASCEND_RT_VISIBLE_DEVICES=4\); launch --nproc_per_node 1"):
+        check_rank_table(servers, launch, {"ASCEND_RT_VISIBLE_DEVICES": "4"})
+    assert check_visible_devices(launch, {}) is None  # nothing restricts: device = LOCAL_RANK
+
+
+def test_socket_interfaces_are_checked_before_the_process_group():
+    from ascendops_trainer.parallel import check_socket_ifnames
+
+    have = ["eth0", "ib0", "lo"]
+    env = {"GLOO_SOCKET_IFNAME": "eth0", "HCCL_SOCKET_IFNAME": "eth"}
+    assert check_socket_ifnames(env, have) == env
+    assert check_socket_ifnames({"HCCL_SOCKET_IFNAME": "=ib0"}, have) == {"HCCL_SOCKET_IFNAME": "=ib0"}
+    assert check_socket_ifnames({"HCCL_SOCKET_IFNAME": "^docker,lo"}, have)  # exclusions: nothing to check
+    with pytest.raises(ConfigError, match=r"GLOO_SOCKET_IFNAME=eth1: no interface eth1 on this host "
+                                          r"\(interfaces: eth0, ib0, lo\)"):
+        check_socket_ifnames({"GLOO_SOCKET_IFNAME": "eth1"}, have)
+    with pytest.raises(ConfigError, match="HCCL_SOCKET_IFNAME==eth1 matches no interface"):
+        check_socket_ifnames({"HCCL_SOCKET_IFNAME": "=eth1"}, have)
+    assert check_socket_ifnames({}, have) == {}
+    assert "lo" in check_socket_ifnames({"GLOO_SOCKET_IFNAME": "lo"})["GLOO_SOCKET_IFNAME"]  # this host's own list
+
+
 def test_rank_table_symlink_is_refused(tmp_path):
     real = tmp_path / "hccl.json"
     real.write_text(_trainer_helpers.rank_table([("10.0.0.11", [0])]))
