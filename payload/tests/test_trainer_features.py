@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import shutil
+import signal
 
 import _trainer_helpers  # noqa: F401  (puts payload/src on sys.path)
 import numpy as np
@@ -397,6 +398,39 @@ def test_old_version1_data_dir_still_loads(prepared, tmp_path):
     ds = TokenDataset(str(d))
     assert not ds.has_boundaries and ds.num_tokens == idx["num_tokens"]
     assert TokenDataset(str(d), split="val").num_tokens == 0
+
+
+def test_validation_split_is_checked_before_the_model_is_built(prepared, tmp_path, monkeypatch):
+    """train.eval_interval on data without a validation split: a config error before any model exists."""
+    import ascendops_trainer.model as model_mod
+    from ascendops_trainer.parallel import shutdown
+    from ascendops_trainer.train import train
+
+    d = tmp_path / "noval"
+    shutil.copytree(prepared["data"], d)
+    idx = json.loads((d / "index.json").read_text())
+    idx["val_shards"], idx["val_num_tokens"] = [], 0
+    (d / "index.json").write_text(json.dumps(idx))
+
+    def no_build(*a, **k):
+        raise AssertionError("the model was built before the data was checked")
+
+    monkeypatch.setattr(model_mod, "build_model", no_build)
+    env, sigterm = dict(os.environ), signal.getsignal(signal.SIGTERM)  # train() sets both; restored below
+    try:
+        cfg = build_config({"data.path": str(d), "run_dir": str(tmp_path / "run"), "train.eval_interval": "2",
+                            "metrics.tensorboard": "false"})
+        with pytest.raises(ConfigError, match="train.eval_interval is set but .* has no validation split"):
+            train(cfg)
+        # the training data too: fewer samples than one micro-step
+        cfg = build_config({"data.path": str(d), "run_dir": str(tmp_path / "run"), "data.seq_len": "1000000"})
+        with pytest.raises(ConfigError, match="fewer than one micro-step needs"):
+            train(cfg)
+    finally:
+        shutdown()
+        os.environ.clear()
+        os.environ.update(env)
+        signal.signal(signal.SIGTERM, sigterm)
 
 
 def test_packed_documents_line_up_inputs_targets_and_positions():

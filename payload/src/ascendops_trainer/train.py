@@ -155,7 +155,10 @@ def train(cfg: JobConfig, status: RunStatus | None = None) -> int:
     ctx = init_distributed(cfg.parallel.device, cfg.parallel.dist_timeout_s)
     precision = resolve_precision(cfg.train.precision, ctx.device_type)
     ga = grad_accum_steps(cfg, ctx.world_size)
-    dataset = TokenDataset(cfg.data.path)
+    try:
+        dataset = TokenDataset(cfg.data.path)
+    except (OSError, ValueError) as e:  # missing or foreign directory: no retry will fix it
+        raise ConfigError(f"data.path: {e}") from None
     hf_config = build_hf_config(cfg.model, ctx.device_type)
     cfg.parallel.zero_stage = resolve_zero_stage(cfg, ctx.world_size, param_counts(hf_config).total, precision,
                                                  device_memory_bytes(ctx.device_type, ctx.launch.local_world_size))
@@ -174,23 +177,36 @@ def train(cfg: JobConfig, status: RunStatus | None = None) -> int:
         log.info("document masking off: attention %s %s", attn, "cannot mask packed documents"
                  if attn != "flash_attention_2" else "but the data has no document boundaries")
 
+    # The data must serve this launch before anything slow is built: a missing or too small validation
+    # split (or training data) is a config error now, not after minutes of model build and resume.
+    try:
+        loader = DistributedLoader(dataset, seq_len, cfg.train.micro_batch_size, ctx.rank, ctx.world_size,
+                                   cfg.train.seed, cfg.data.shuffle, positions=packed)
+        val = TokenDataset(cfg.data.path, split="val") if cfg.train.eval_interval else None
+        if val is not None:
+            if val.num_tokens == 0:
+                raise ValueError(f"train.eval_interval is set but {cfg.data.path} has no validation split "
+                                 "(prepare it with --val-fraction)")
+            DistributedLoader(val, seq_len, cfg.train.micro_batch_size, ctx.rank, ctx.world_size, cfg.train.seed,
+                              shuffle=False)  # raises when the split has less than one micro-step
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
     hf_config_dict = hf_config.to_dict()
     ckpt = ck.CheckpointManager(cfg.checkpoint_dir, cfg.checkpoint.keep, cfg.checkpoint.shared_fs, ctx, hf_config_dict)
     resume_tag = ckpt.resume_tag() if cfg.checkpoint.resume else None
-    if resume_tag is not None:  # refuse an incompatible checkpoint before the slow model build
-        ckpt.check_compatible(resume_tag, cfg.parallel.zero_stage)
+    if resume_tag is not None:  # refuse an incompatible checkpoint (or other data) before the slow model build
+        saved_state = ckpt.check_compatible(resume_tag, cfg.parallel.zero_stage)
+        try:
+            loader.load_state_dict(saved_state["loader"])  # loaded again with the engine below
+        except ValueError as e:
+            raise ConfigError(f"checkpoint {resume_tag}: {e}") from None
 
     seed_everything(cfg.train.seed)  # same seed on every rank: identical init (ZeRO-3 inits on rank 0 anyway)
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     kernels = npu_kernels() if ctx.device_type == "npu" else None
     model = build_model(cfg.model, hf_config, dtype, ds_config, device=ctx.device, kernels=kernels)
     engine = build_engine(model, cfg, ds_config, ctx.device_type)
-    loader = DistributedLoader(dataset, seq_len, cfg.train.micro_batch_size, ctx.rank, ctx.world_size,
-                               cfg.train.seed, cfg.data.shuffle, positions=packed)
-    val = TokenDataset(cfg.data.path, split="val") if cfg.train.eval_interval else None
-    if val is not None and val.num_tokens == 0:
-        raise ConfigError(f"train.eval_interval is set but {cfg.data.path} has no validation split "
-                          "(prepare it with --val-fraction)")
 
     step, tokens_seen = 0, 0
     if resume_tag is not None:
