@@ -210,6 +210,38 @@ def test_export_config_reads_the_same_in_both_key_styles(tmp_path, scaled):
 # ---------------------------------------------------------------- DeepSpeed config
 
 
+def test_npu_uses_torch_npu_fused_adamw_when_present(monkeypatch):
+    """On NPU the optimizer is torch_npu.optim.NpuFusedAdamW when torch_npu provides it (a stand-in
+    module here, no NPU), with our param groups; the switch and other devices give torch AdamW."""
+    import importlib.machinery
+    import sys
+    import types
+
+    import torch
+
+    from ascendops_trainer.engine import make_optimizer
+
+    class FakeNpuFusedAdamW(torch.optim.AdamW):
+        pass
+
+    npu = types.ModuleType("torch_npu")
+    npu.__spec__ = importlib.machinery.ModuleSpec("torch_npu", None)
+    optim = types.ModuleType("torch_npu.optim")
+    optim.NpuFusedAdamW = FakeNpuFusedAdamW
+    npu.optim = optim
+    monkeypatch.setitem(sys.modules, "torch_npu", npu)
+    monkeypatch.setitem(sys.modules, "torch_npu.optim", optim)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4))
+    cfg = build_config({"optim.lr": "0.01", "optim.weight_decay": "0.2"})
+    opt = make_optimizer(model, cfg, "npu")
+    assert type(opt) is FakeNpuFusedAdamW
+    assert [g["weight_decay"] for g in opt.param_groups] == [0.2, 0.0] and opt.defaults["lr"] == 0.01
+    assert type(make_optimizer(model, build_config({"parallel.fused_adam": "false"}), "npu")) is torch.optim.AdamW
+    assert type(make_optimizer(model, cfg, "cpu")) is torch.optim.AdamW
+    del optim.NpuFusedAdamW  # an older torch_npu without it
+    assert type(make_optimizer(model, cfg, "npu")) is torch.optim.AdamW
+
+
 def test_bf16_accumulates_and_reduces_gradients_in_fp32():
     cfg = build_config({"parallel.zero_stage": "3"})
     ds = deepspeed_config(cfg, 1, "bf16")
@@ -474,6 +506,72 @@ def test_packed_documents_line_up_inputs_targets_and_positions():
         a, b = batch[:1, :10], batch[:1, 9:]
         parts = [causal_lm_loss(ref, a) * 9, causal_lm_loss(ref, b) * 7, causal_lm_loss(ref, batch[1:]) * 32]
         torch.testing.assert_close(causal_lm_loss(seg, batch, split), sum(parts) / 48)
+
+
+def test_packed_layout_lengths_once_per_micro_batch_and_the_kernel_limit():
+    from ascendops_trainer.data import pack_layout
+
+    pos = np.array([[0, 1, 2, 0, 1, 0, 1, 2, 3],  # sample 0: documents of 3, 2, 3 tokens (+ a target token)
+                    [0, 1, 2, 3, 0, 1, 2, 3, 4]])  # sample 1: 4 + 4 (each sample starts at position 0)
+    lay = pack_layout(pos, 2048)
+    assert lay.cu_seqlens.tolist() == [0, 3, 5, 8, 12, 16] and lay.max_len == 4 and lay.merged == 0
+    assert lay.cu_seqlens.dtype == np.int32 and lay.position_ids.shape == (1, 16)
+    np.testing.assert_array_equal(lay.position_ids[0], np.concatenate([pos[0, :-1], pos[1, :-1]]))
+    # over the kernel's limit: the shortest sequences join their predecessors until 3 remain
+    lim = pack_layout(pos, 3)
+    assert lim.merged == 2 and len(lim.cu_seqlens) == 4 and lim.cu_seqlens[-1] == 16
+    assert lim.cu_seqlens.tolist() == [0, 8, 12, 16]  # the 2-token one and then a 3-token one merged
+    starts = set(lim.cu_seqlens[:-1].tolist())
+    pid = lim.position_ids[0]
+    assert all((pid[i] == 0) == (i in starts) for i in range(16))  # positions restart exactly at the kept starts
+    assert lim.max_len == 8
+
+
+def test_packed_attention_gets_host_lengths_and_masks_documents():
+    """The varlen kwargs computed once per micro-batch reach every attention call as they are: CPU int32
+    lengths and Python-int maxima (so torch_npu's wrapper reads them without a device sync), and the
+    loss equals the documents run separately."""
+    import torch
+    import torch.nn.functional as F
+    from transformers import AttentionInterface
+
+    from ascendops_trainer.model import build_model
+    from ascendops_trainer.train import causal_lm_loss, packed_attention_kwargs
+
+    seen = []
+
+    def varlen_sdpa(module, q, k, v, attention_mask, scaling=None, dropout=0.0, **kwargs):
+        cu = kwargs["cu_seq_lens_q"]
+        seen.append((cu.device.type, cu.dtype, type(kwargs["max_length_q"]), kwargs["cu_seq_lens_k"] is cu))
+        n = q.size(2)
+        seg = torch.zeros(n, dtype=torch.long)
+        seg[cu[1:-1].long()] = 1
+        seg = seg.cumsum(0)
+        mask = torch.ones(n, n, dtype=torch.bool).tril() & (seg[:, None] == seg[None, :])
+        k = k.repeat_interleave(q.size(1) // k.size(1), dim=1)
+        v = v.repeat_interleave(q.size(1) // v.size(1), dim=1)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scaling)
+        return out.transpose(1, 2).contiguous(), None
+
+    AttentionInterface.register("ascendops_test_varlen_sdpa", varlen_sdpa)
+    cfg = build_config({"model.attn_implementation": "sdpa"})
+    torch.manual_seed(0)
+    ref = build_model(cfg.model, build_hf_config(cfg.model, "cpu"), torch.float32).eval()
+    hf = build_hf_config(cfg.model, "cpu")
+    hf._attn_implementation = "ascendops_test_varlen_sdpa"
+    var = build_model(cfg.model, hf, torch.float32).eval()
+    var.load_state_dict(ref.state_dict())
+    batch = torch.randint(0, 512, (3, 17), generator=torch.Generator().manual_seed(4))
+    pos = torch.arange(17).repeat(3, 1)
+    pos[0, 9:] = torch.arange(8)  # sample 0: two documents, split after token 8
+    packed = packed_attention_kwargs(pos, "npu", torch.device("cpu"))
+    with torch.no_grad():
+        got = causal_lm_loss(var, batch, packed=packed)
+        parts = [causal_lm_loss(ref, batch[:1, :10]) * 9, causal_lm_loss(ref, batch[:1, 9:]) * 7,
+                 causal_lm_loss(ref, batch[1:]) * 32]
+    torch.testing.assert_close(got, sum(parts) / 48)
+    assert packed["cu_seq_lens_q"].tolist() == [0, 9, 16, 32, 48] and packed["max_length_q"] == 16
+    assert seen == [("cpu", torch.int32, int, True)] * 2  # both layers, the same host tensor
 
 
 def test_image_env_check_names_what_is_needed(monkeypatch):

@@ -160,6 +160,9 @@ def test_peak_table():
     assert peak_tflops_for("NVIDIA H100 PCIe") == 756.0
     assert peak_tflops_for("NVIDIA H200") == 989.0
     assert peak_tflops_for("NVIDIA A100-SXM4-80GB") == 312.0
+    assert peak_tflops_for("NVIDIA H100 NVL") == 835.0  # not the SXM figure
+    assert peak_tflops_for("Ascend910B2C") == 353.9
+    assert peak_tflops_for("Ascend910_9392") == peak_tflops_for("Ascend910_9382") == 390.0  # A3 / 910C, per die
     assert peak_tflops_for("Some other chip") is None
     assert len({k for k, _ in PEAK_TFLOPS_BF16}) == len(PEAK_TFLOPS_BF16)
 

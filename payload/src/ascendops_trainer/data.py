@@ -333,6 +333,41 @@ class TokenDataset:
         return self.tokens(i * seq_len, seq_len + 1)
 
 
+@dataclass
+class PackedLayout:
+    """A micro-batch packed into one row for the varlen attention kernel, computed on the host once per
+    micro-batch (never per layer): position ids, cumulative sequence lengths, the longest sequence."""
+
+    position_ids: np.ndarray  # [1, micro * seq_len] int64, restarting at every kept sequence start
+    cu_seqlens: np.ndarray  # [k + 1] int32: 0, end of sequence 1, ..., micro * seq_len
+    max_len: int
+    merged: int  # document boundaries dropped to stay within the kernel's sequence limit
+
+
+def pack_layout(positions: np.ndarray, max_sequences: int) -> PackedLayout:
+    """The packed layout of a micro-batch from its position ids ([micro, seq_len + 1], 0 at every
+    sample and document start; the last column is a target only).
+
+    More sequences than the kernel takes in one call (npu_fusion_attention's TND layout: 2048) are
+    merged: the shortest ones join the sequence before them (their tokens then also attend to that
+    one), until `max_sequences` remain; the position ids are recomputed to match."""
+    flat = np.ascontiguousarray(positions[:, :-1]).reshape(-1)
+    starts = np.flatnonzero(flat == 0)
+    merged = 0
+    if len(starts) > max_sequences:
+        lengths = np.diff(np.append(starts, flat.size))
+        drop = len(starts) - max_sequences
+        shortest = np.argsort(lengths[1:], kind="stable")[:drop] + 1  # never the first (it starts the row)
+        keep = np.ones(len(starts), dtype=bool)
+        keep[shortest] = False
+        starts, merged = starts[keep], drop
+        idx = np.arange(flat.size, dtype=np.int64)
+        flat = idx - starts[np.searchsorted(starts, idx, side="right") - 1]
+    cu = np.append(starts, flat.size).astype(np.int32)
+    return PackedLayout(position_ids=flat.astype(np.int64).reshape(1, -1), cu_seqlens=cu,
+                        max_len=int(np.diff(cu).max()), merged=merged)
+
+
 class SamplePermutation:
     """A seeded permutation of range(n), evaluated at any position without materializing it.
 

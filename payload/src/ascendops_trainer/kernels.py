@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 
 # ---------------------------------------------------------------- kernels
 
+# npu_fusion_attention, input_layout TND (packed documents): at most 2K sequences (B) per call.
+NPU_FA_MAX_SEQUENCES = 2048
+
 
 def _ref_rms_norm(x, weight, epsilon=1e-6):
     import torch

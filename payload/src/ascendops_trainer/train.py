@@ -86,7 +86,32 @@ def _lm_head(model):
     return getattr(model, "module", model).lm_head
 
 
-def causal_lm_loss(engine_or_model, batch, position_ids=None):
+def packed_attention_kwargs(positions, device_type: str, device, max_sequences: int | None = None) -> dict[str, Any]:
+    """Model kwargs for a packed micro-batch (document masking), from the loader's host-side position
+    ids ([micro, seq + 1] CPU tensor): position ids plus transformers' varlen flash-attention kwargs
+    (cu_seq_lens_q/k, max_length_q/k), computed here once per micro-batch. Without them transformers
+    derives them from position_ids in every layer, with a device -> host copy each time (on NPU its
+    npu_fusion_attention wrapper reads the lengths on the host: given CPU tensors, that read costs no
+    sync). On CUDA the lengths go to the device (flash_attn reads them there); copies, no sync."""
+    import torch
+
+    from .data import pack_layout
+    from .kernels import NPU_FA_MAX_SEQUENCES
+
+    layout = pack_layout(positions.numpy(), max_sequences or NPU_FA_MAX_SEQUENCES)
+    if layout.merged:
+        log.warning("packed micro-batch holds more than %d documents: %d short ones merged into their "
+                    "neighbours (the fused attention kernel's limit; lower train.micro_batch_size to avoid it)",
+                    max_sequences or NPU_FA_MAX_SEQUENCES, layout.merged)
+    cu = torch.from_numpy(layout.cu_seqlens)
+    if device_type == "cuda":
+        cu = cu.to(device, non_blocking=True)
+    return {"position_ids": torch.from_numpy(layout.position_ids).to(device, non_blocking=True),
+            "cu_seq_lens_q": cu, "cu_seq_lens_k": cu, "max_length_q": layout.max_len,
+            "max_length_k": layout.max_len}
+
+
+def causal_lm_loss(engine_or_model, batch, position_ids=None, packed: dict[str, Any] | None = None):
     """Mean next-token cross-entropy of a [micro, seq + 1] batch, softmax in fp32 (bf16 logsumexp is
     lossy, and absent on NPU).
 
@@ -100,7 +125,10 @@ def causal_lm_loss(engine_or_model, batch, position_ids=None):
 
     inputs, targets = batch[:, :-1], batch[:, 1:]
     kwargs = {}
-    if position_ids is not None:
+    if packed is not None:  # packed_attention_kwargs: position ids and the varlen lengths, computed once
+        inputs, targets = inputs.reshape(1, -1), targets.reshape(1, -1)
+        kwargs.update(packed)
+    elif position_ids is not None:
         inputs, targets = inputs.reshape(1, -1), targets.reshape(1, -1)
         kwargs["position_ids"] = position_ids[:, :-1].reshape(1, -1)  # the last token is only a target
     head = _lm_head(engine_or_model)
@@ -334,7 +362,8 @@ def train(cfg: JobConfig, status: RunStatus | None = None) -> int:
         with torch.no_grad():  # every rank runs the same number of batches: ZeRO-3 gathers collectively
             for _ in range(cfg.train.eval_batches):
                 b, pos = vl.next_batch()
-                acc += causal_lm_loss(engine, b.to(ctx.device), None if pos is None else pos.to(ctx.device)).float()
+                packed_kw = None if pos is None else packed_attention_kwargs(pos, ctx.device_type, ctx.device)
+                acc += causal_lm_loss(engine, b.to(ctx.device), packed=packed_kw).float()
         engine.train()
         if ctx.world_size > 1:
             dist.all_reduce(acc)
@@ -358,10 +387,11 @@ def train(cfg: JobConfig, status: RunStatus | None = None) -> int:
                 break
             t0 = time.perf_counter()
             batch, pos = loader.next_batch()  # [micro, seq_len + 1] int64 from memory-mapped shards
+            # document masking: position ids and varlen lengths on the host, once per micro-batch
+            packed_kw = None if pos is None else packed_attention_kwargs(pos, ctx.device_type, ctx.device)
             data_wait += time.perf_counter() - t0
             batch = batch.to(ctx.device, non_blocking=True)  # a few KiB: not worth pinning
-            pos = None if pos is None else pos.to(ctx.device, non_blocking=True)  # only with document masking
-            loss = causal_lm_loss(engine, batch, pos)
+            loss = causal_lm_loss(engine, batch, packed=packed_kw)
             engine.backward(loss)
             engine.step()  # optimizer + LR schedule step at the accumulation boundary only
             loss_sum += loss.detach()  # stays on the device: no sync per micro-step
