@@ -86,6 +86,38 @@ def test_launcher_exit_code_from_torchrun_and_status(rc, status, code):
     assert DO_NOT_RETRY == (2, 3, 4)
 
 
+def test_every_worker_reports_its_end_for_the_launcher(tmp_path):
+    """Local rank 1 hits a config error first; torchrun kills local rank 0 before it writes the status
+    file. The launcher still returns 2: every worker leaves its final record in the launcher's directory."""
+    from ascendops_trainer.status import read_rank_results
+
+    status_file, results = tmp_path / "node.json", tmp_path / "results"
+    results.mkdir()
+    env = {"ASCENDOPS_STATUS_FILE": str(status_file), "ASCENDOPS_LAUNCH_RESULTS": str(results), "RANK": "1",
+           "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
+    rank1 = RunStatus.from_env(env)
+    rank1.starting(40)
+    assert not list(results.iterdir()) and not status_file.exists()  # nothing final yet; not the node's writer
+    rank1.failed(2, "config error: unknown model preset 'x'")
+    rank0 = RunStatus.from_env({**env, "RANK": "0", "LOCAL_RANK": "0"})
+    rank0.starting(40)  # ... then SIGKILLed: its status file stays `starting`
+    recs = read_rank_results(str(results))
+    assert [(r["state"], r["exit_code"]) for r in recs] == [("failed", 2)]
+    assert ln.exit_code_for(1, read_status_rec(str(status_file)), recs) == 2
+    # a final status file wins; several reports: the first one (the root cause)
+    assert ln.exit_code_for(1, {"state": "stopped"}, recs) == 143
+    assert ln.exit_code_for(1, None, [{"state": "failed", "exit_code": 4}, {"state": "failed", "exit_code": 1}]) == 4
+    assert ln.exit_code_for(1, None, [{"state": "completed", "exit_code": 0}]) == 1
+    # the launcher then completes the node's status file itself (deviation 1 in /tmp/interface.md)
+    rec = ln.finalize_status(str(status_file), read_status_rec(str(status_file)), 2, recs[0]["reason"],
+                             ln._node_rank(["--nnodes", "2", "--node_rank=1"]), 0.0)
+    st = read_status(status_file)
+    assert st == rec and set(st) == INTERFACE_KEYS
+    assert (st["state"], st["exit_code"], st["reason"], st["node_rank"], st["steps"]) == \
+        ("failed", 2, "config error: unknown model preset 'x'", 0, 40)  # what rank 0 had written is kept
+    assert (ln._node_rank(["--node-rank", "3"]), ln._node_rank(["--node_rank=1"]), ln._node_rank([])) == (3, 1, 0)
+
+
 def test_grace_reaches_torchrun_by_flag_or_patch(monkeypatch):
     args = ["--nnodes", "1", "-m", "ascendops_trainer", "train"]
     assert ln.torchrun_command(600, args, "flag")[1:] == ["-m", "torch.distributed.run", "--shutdown-timeout=600",

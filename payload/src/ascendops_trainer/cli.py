@@ -56,13 +56,21 @@ def _parser() -> argparse.ArgumentParser:
 def _train(args) -> int:
     """`train` with the node's status file (status.py): starting before the model is built, the final
     state and exit code at the end, also for a config or rank-table error and any crash."""
+    import signal
+
+    from .train import StopFlag  # light: no torch
+
+    # SIGTERM becomes a flag from here on: torchrun SIGTERMs this worker when another one exits first
+    # (e.g. with the same config error), and this one must still report its own outcome.
+    previous = signal.getsignal(signal.SIGTERM)
+    stop = StopFlag().install()
     status = RunStatus.from_env()
     try:
         cfg = config_from_args(args)
         status.starting(cfg.train.steps)
         from .train import train
 
-        return train(cfg, status)
+        return train(cfg, status, stop)
     except ConfigError as e:
         status.failed(EXIT_CONFIG, f"config error: {e}")
         raise
@@ -72,6 +80,8 @@ def _train(args) -> int:
     except Exception as e:
         status.failed(EXIT_CRASH, f"{type(e).__name__}: {one_line(str(e))}")
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: list[str] | None = None) -> int:

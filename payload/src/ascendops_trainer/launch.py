@@ -42,8 +42,12 @@ from .status import (
     EXIT_NONFINITE,
     EXIT_RANK_TABLE,
     EXIT_STOPPED,
+    FINAL_STATES,
     GRACE_ENV,
+    RESULTS_ENV,
     STATUS_ENV,
+    RunStatus,
+    read_rank_results,
     read_status,
 )
 
@@ -89,23 +93,55 @@ def torchrun_command(grace_s: float, args: list[str], mode: str) -> list[str]:
     return [sys.executable, "-m", "ascendops_trainer.launch", "--torchrun-grace", str(grace_s), *args]
 
 
-def exit_code_for(torchrun_rc: int, status: dict[str, Any] | None) -> int:
-    """The launcher's exit code from torchrun's and the node's status record (None: none of this launch)."""
-    if status is not None:
-        state = status.get("state")
-        if state == "completed":
-            return EXIT_COMPLETED
-        if state == "stopped":
-            return EXIT_STOPPED
-        if state == "failed":
-            code = status.get("exit_code")
-            return code if code in (EXIT_CRASH, EXIT_CONFIG, EXIT_RANK_TABLE, EXIT_NONFINITE) else EXIT_CRASH
-        # starting / running: the trainer ended without a final state (killed, crashed hard, another node)
+def _code_of(record: dict[str, Any]) -> int | None:
+    state = record.get("state")
+    if state == "completed":
+        return EXIT_COMPLETED
+    if state == "stopped":
+        return EXIT_STOPPED
+    if state == "failed":
+        code = record.get("exit_code")
+        return code if code in (EXIT_CRASH, EXIT_CONFIG, EXIT_RANK_TABLE, EXIT_NONFINITE) else EXIT_CRASH
+    return None  # starting / running: ended without a final state (killed, crashed hard, another node)
+
+
+def exit_code_for(torchrun_rc: int, status: dict[str, Any] | None, rank_results: list[dict[str, Any]] = ()) -> int:
+    """The launcher's exit code from torchrun's, the node's status record (None: none of this launch) and,
+    when that has no final state, the first failure any worker of this node reported (rank_results)."""
+    if status is not None and _code_of(status) is not None:
+        return _code_of(status)
+    failures = [c for c in map(_code_of, rank_results) if c not in (None, EXIT_COMPLETED)]
+    if failures:
+        return failures[0]  # the root cause: torchrun stopped the others after it
     if torchrun_rc == 0:
         return EXIT_COMPLETED
     if torchrun_rc == 2 and status is None:
         return EXIT_CONFIG  # torchrun's own usage error: its arguments are wrong, a retry will not help
     return EXIT_CRASH
+
+
+def _node_rank(args: list[str]) -> int:
+    """--node_rank / --node-rank of torchrun's arguments (0 when absent)."""
+    for i, a in enumerate(args):
+        for flag in ("--node_rank", "--node-rank"):
+            if a == flag and i + 1 < len(args):
+                return int(args[i + 1])
+            if a.startswith(flag + "="):
+                return int(a.split("=", 1)[1])
+    return 0
+
+
+def finalize_status(path: str, fresh: dict[str, Any] | None, code: int, reason: str, node_rank: int,
+                    started: float) -> dict[str, Any]:
+    """Write the final state into the node's status file when the trainer's local rank 0 could not (it was
+    killed: by torchrun after another local rank failed first, or by the grace-period SIGKILL)."""
+    st = RunStatus(path, node_rank=node_rank, job=os.environ.get("ASCENDOPS_JOB") or None,
+                   node=os.environ.get("ASCENDOPS_NODE_NAME") or None)
+    st.record["started_at"] = started
+    if fresh:
+        st.record.update({k: v for k, v in fresh.items() if k in st.record})
+    st.finish(code, int(st.record.get("step") or 0), reason)
+    return st.record
 
 
 def _descendants(pid: int) -> list[int]:
@@ -155,6 +191,8 @@ def launch(grace_s: float, args: list[str]) -> int:
         private_dir = tempfile.mkdtemp(prefix="ascendops-launch-")
         env[STATUS_ENV] = os.path.join(private_dir, "status.json")
     status_path = env[STATUS_ENV]
+    results_dir = tempfile.mkdtemp(prefix="ascendops-launch-results-")
+    env[RESULTS_ENV] = results_dir
     try:
         mode = grace_mode(env)
     except ValueError as e:
@@ -197,13 +235,23 @@ def launch(grace_s: float, args: list[str]) -> int:
     status = read_status(status_path)
     if status is not None and float(status.get("started_at") or 0) < started - 1.0:
         status = None  # left by an earlier launch
-    code = exit_code_for(rc, status)
+    results = read_rank_results(results_dir)
+    code = exit_code_for(rc, status, results)
+    if not private_dir and (status is None or status.get("state") not in FINAL_STATES):
+        first = next((r for r in results if r.get("state") != "completed"), None)
+        reason = (first or {}).get("reason") or (
+            f"no final state from the trainer: a worker was killed (torchrun exited {rc})" if rc else None)
+        try:
+            status = finalize_status(status_path, status, code, reason, _node_rank(args), started)
+        except (OSError, ValueError) as e:
+            _say(f"cannot write the status file {status_path}: {e}")
     what = (f"status {status['state']} at step {status.get('step')}/{status.get('steps')}"
             f"{', checkpoint ' + str(status['last_checkpoint']) if status.get('last_checkpoint') else ''}"
             f"{': ' + status['reason'] if status.get('reason') else ''}" if status else "no status from the trainer")
     _say(f"torchrun exited {rc}; {what}; exit code {code}")
-    if private_dir:
-        shutil.rmtree(private_dir, ignore_errors=True)
+    for d in (private_dir, results_dir):
+        if d:
+            shutil.rmtree(d, ignore_errors=True)
     return code
 
 

@@ -43,6 +43,11 @@ DO_NOT_RETRY = (EXIT_CONFIG, EXIT_RANK_TABLE, EXIT_NONFINITE)  # systemd Restart
 
 STATUS_ENV = "ASCENDOPS_STATUS_FILE"
 GRACE_ENV = "ASCENDOPS_GRACE_S"  # exported by `ascendops-train launch --grace-s` to the trainer
+# Set by `ascendops-train launch` to a private directory: EVERY worker writes rank<N>.json there when it
+# ends (state, exit_code, reason). The launcher reads it when the node's status file has no final state,
+# e.g. local rank 1 hit the config error first and torchrun killed local rank 0 before it could write.
+RESULTS_ENV = "ASCENDOPS_LAUNCH_RESULTS"
+FINAL_STATES = ("completed", "stopped", "failed")
 SCHEMA = 1
 STATES = ("starting", "running", "completed", "stopped", "failed")
 
@@ -81,6 +86,25 @@ def write_json_atomic(path: str, record: dict[str, Any], mode: int = 0o644) -> N
         raise
 
 
+def read_rank_results(results_dir: str) -> list[dict[str, Any]]:
+    """The final records every worker left in the launcher's results directory, first written first."""
+    out = []
+    try:
+        names = sorted(os.listdir(results_dir))
+    except OSError:
+        return out
+    for name in names:
+        if name.startswith("rank") and name.endswith(".json"):
+            try:
+                with open(os.path.join(results_dir, name)) as f:
+                    rec = json.load(f)
+            except (OSError, ValueError):
+                continue
+            if isinstance(rec, dict):
+                out.append(rec)
+    return sorted(out, key=lambda r: float(r.get("updated_at") or 0))
+
+
 def read_status(path: str) -> dict[str, Any] | None:
     """The status record at `path`, or None when it is missing or unreadable."""
     try:
@@ -97,8 +121,9 @@ class RunStatus:
     log intervals, after saves and at the end."""
 
     def __init__(self, path: str | None, node_rank: int = 0, job: str | None = None, node: str | None = None,
-                 writer: bool = True):
+                 writer: bool = True, results_dir: str | None = None, rank: int = 0):
         self.path = path if (path and writer) else None
+        self.results_dir, self.rank = results_dir, rank
         now = time.time()
         self.record: dict[str, Any] = {
             "schema": SCHEMA, "job": job, "node": node or socket.gethostname(), "node_rank": int(node_rank),
@@ -114,7 +139,8 @@ class RunStatus:
         env = os.environ if env is None else env
         launch = launch_info(env)
         return cls(env.get(STATUS_ENV) or None, node_rank=launch.node_rank, job=env.get("ASCENDOPS_JOB") or None,
-                   node=env.get("ASCENDOPS_NODE_NAME") or None, writer=launch.is_node_main)
+                   node=env.get("ASCENDOPS_NODE_NAME") or None, writer=launch.is_node_main,
+                   results_dir=env.get(RESULTS_ENV) or None, rank=launch.rank)
 
     @property
     def enabled(self) -> bool:
@@ -130,14 +156,17 @@ class RunStatus:
             raise KeyError(f"not status fields: {sorted(unknown)}")
         self.record.update(fields)
         self.record["updated_at"] = time.time()
-        if self.path is None:
-            return
-        try:
-            write_json_atomic(self.path, self.record)
-        except OSError as e:  # a status file must never stop training
-            import logging
+        targets = [] if self.path is None else [(self.path, self.record)]
+        if self.results_dir and self.record["state"] in FINAL_STATES:
+            targets.append((os.path.join(self.results_dir, f"rank{self.rank:05d}.json"),
+                            {k: self.record[k] for k in ("state", "exit_code", "reason", "updated_at")}))
+        for path, rec in targets:
+            try:
+                write_json_atomic(path, rec)
+            except OSError as e:  # a status file must never stop training
+                import logging
 
-            logging.getLogger(__name__).warning("cannot write the status file %s: %s", self.path, e)
+                logging.getLogger(__name__).warning("cannot write the status file %s: %s", path, e)
 
     def starting(self, steps: int) -> None:
         self.update(state="starting", steps=int(steps))

@@ -142,9 +142,10 @@ def causal_lm_loss(engine_or_model, batch, position_ids=None, packed: dict[str, 
     return F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), targets.reshape(-1))
 
 
-def train(cfg: JobConfig, status: RunStatus | None = None) -> int:
+def train(cfg: JobConfig, status: RunStatus | None = None, stop: StopFlag | None = None) -> int:
     """Train; returns the exit code (status.py). `status` (the node's status file) gets the progress;
-    the caller writes the final state of a raised error (cli.main)."""
+    the caller writes the final state of a raised error (cli.main). `stop`: a SIGTERM flag installed
+    by the caller (else one is installed here)."""
     status = status or RunStatus(None)
     from .parallel import apply_npu_env
 
@@ -174,7 +175,7 @@ def train(cfg: JobConfig, status: RunStatus | None = None) -> int:
     from .model import build_hf_config, build_model, count_model_params, param_counts
     from .parallel import all_agree_flag, device_name, init_distributed, launch_info, shutdown, synchronize
 
-    stop = StopFlag().install()  # before the slow start-up: a SIGTERM then still ends cleanly
+    stop = stop or StopFlag().install()  # before the slow start-up: a SIGTERM then still ends cleanly
     setup_logging(launch_info().is_node_main)  # each node's journal shows steps, saves and resumes
     if npu_env and launch_info().is_main:
         log.info("NPU environment set (export a variable to override it): %s", npu_env)
