@@ -53,6 +53,10 @@ def test_loss_falls_and_metrics_are_complete(straight_run):
     assert meta["run"]["world_size"] == 2 and meta["run"]["zero_stage"] == 3
     assert meta["run"]["rank_table_server"] == "127.0.0.1"  # the matching rank table was accepted
     assert meta["deepspeed"]["zero_optimization"]["stage"] == 3
+    est = run["memory_estimate_bytes_per_device"]  # printed at start, per device
+    assert est["stage"] == 3 and est["total"] == sum(est[k] for k in ("weights", "grads", "optimizer", "hpz",
+                                                                       "buckets", "activations"))
+    assert "memory estimate ZeRO-3: weights " in (straight_run.parent / "log.txt").read_text()
 
 
 def test_checkpoints_rotate_and_latest_points_to_last(straight_run):

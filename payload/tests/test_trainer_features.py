@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from ascendops_trainer.config import ConfigError, build_config
-from ascendops_trainer.engine import deepspeed_config, hpz_partition_size, resolve_zero_stage
+from ascendops_trainer.engine import deepspeed_config, hpz_partition_size
 from ascendops_trainer.model import build_hf_config, param_counts
 from ascendops_trainer.parallel import (
     LaunchInfo,
@@ -254,26 +254,88 @@ def test_bf16_accumulates_and_reduces_gradients_in_fp32():
 
 
 def test_zero_stage_auto_and_hierarchical_partitioning():
-    big = build_hf_config(build_config({"model.preset": "llama3-70b"}).model)
-    small = build_hf_config(build_config({}).model)
-    auto = build_config({})
+    """ZeRO auto and the hpZ default follow the memory model: weights, gradients, optimizer, the hpZ copy,
+    buckets and the activations of the chosen sequence length and checkpointing (memory.py)."""
+    from ascendops_trainer.engine import plan_memory
+
     gib64 = 64 * 2**30
-    assert resolve_zero_stage(auto, 8, param_counts(small).total, "bf16", gib64) == 2
-    assert resolve_zero_stage(auto, 64, param_counts(big).total, "bf16", gib64) == 3  # 141 GB of bf16 weights
-    assert resolve_zero_stage(auto, 8, param_counts(small).total, "bf16", None) == 3  # memory unknown
-    assert resolve_zero_stage(build_config({"parallel.zero_stage": "1"}), 8, 1, "bf16", gib64) == 1
+
+    def plan(preset, dp, **over):
+        cfg = build_config({"model.preset": preset, **over})
+        return plan_memory(cfg, build_hf_config(cfg.model), dp, "bf16", over.pop("_mem", gib64), 8)
+
+    assert plan("llama3-8b", 8).stage == 2  # 8 x 64 GB, seq 8192, recompute: ZeRO-2 fits (about 43 GiB)
+    no_ckpt = plan("llama3-8b", 8, **{"model.activation_checkpointing": "false"})
+    assert no_ckpt.stage == 3 and no_ckpt.estimate.activations > 40 * 2**30  # 32 layers of full activations
+    assert plan("llama3-8b", 8, **{"data.seq_len": "2048", "model.activation_checkpointing": "false"}).stage == 2
+    assert plan("debug", 2).stage == 2
+    assert plan_memory(build_config({}), build_hf_config(build_config({}).model), 8, "bf16", None, 8).stage == 3
+    assert plan("llama3-8b", 8, **{"parallel.zero_stage": "1"}).stage == 1  # explicit wins
+    # 70B, ZeRO-3 across nodes: hpZ's node-local copy (2P/8 = 16 GiB) fits with 16 nodes, not with 8
+    eight, sixteen = plan("llama3-70b", 64), plan("llama3-70b", 128)
+    assert (eight.stage, eight.hpz, sixteen.stage, sixteen.hpz) == (3, 1, 3, 8)
+    assert any("would not fit" in n for n in eight.notes) and sixteen.estimate.hpz == 2 * 70_553_706_496 // 8
+    assert plan("llama3-70b", 16).notes[-1].startswith("WARNING: the estimate")  # does not fit at all
+    assert plan("llama3-70b", 16, **{"parallel.zero_hpz_partition_size": "8"}).hpz == 8  # explicit: as asked
     z3 = build_config({"parallel.zero_stage": "3"})
-    assert hpz_partition_size(z3, 16, 8) == 8  # two nodes: gathers stay inside the node
+    assert hpz_partition_size(z3, 16, 8) == 8  # the static rule (no memory model): gathers stay inside the node
     assert hpz_partition_size(z3, 8, 8) == 1  # one node: nothing to gain
     ds = deepspeed_config(build_config({"parallel.zero_stage": "3", "train.global_batch_size": "32",
                                         "train.micro_batch_size": "1", "parallel.prefetch_bucket_size": "1234"}),
                           16, "bf16", devices_per_node=8)
     assert ds["zero_optimization"]["zero_hpz_partition_size"] == 8
     assert ds["zero_optimization"]["stage3_prefetch_bucket_size"] == 1234
+    z3_32 = build_config({"parallel.zero_stage": "3", "train.global_batch_size": "32", "train.micro_batch_size": "1"})
+    assert "zero_hpz_partition_size" not in deepspeed_config(z3_32, 16, "bf16", devices_per_node=8, hpz=1)[
+        "zero_optimization"]  # what plan_memory decided wins over the static rule
     with pytest.raises(ConfigError, match="does not divide the data-parallel size 12"):
         hpz_partition_size(build_config({"parallel.zero_stage": "3", "parallel.zero_hpz_partition_size": "8"}),
                            12, 4)
 
+
+@pytest.mark.parametrize("preset", ["debug", "llama3-8b"])
+def test_memory_model_agrees_with_deepspeeds_estimators(preset):
+    """Weights + gradients + optimizer state per device equal DeepSpeed's own ZeRO-2 and ZeRO-3 estimators
+    (no offload), with the parameter counts and the largest layer DeepSpeed reads off the model."""
+    import torch
+    from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs
+    from deepspeed.runtime.zero.stage_1_and_2 import estimate_zero2_model_states_mem_needs
+    from transformers import LlamaForCausalLM
+
+    from ascendops_trainer.memory import estimate_memory, largest_layer_params
+
+    hf = build_hf_config(build_config({"model.preset": preset}).model)
+    with torch.device("meta"):  # shapes only: the 8B needs no memory
+        model = LlamaForCausalLM(hf)
+    total = sum(p.numel() for p in model.parameters())
+    largest = max(sum(p.numel() for p in m.parameters(recurse=False)) for m in model.modules())  # as DeepSpeed
+    assert (total, largest) == (param_counts(hf).total, largest_layer_params(hf))
+    for nodes, per_node in ((1, 8), (2, 8), (4, 8)):
+        n = nodes * per_node
+        _, ds2 = estimate_zero2_model_states_mem_needs(total, per_node, nodes, cpu_offload=False)
+        _, ds3, _ = estimate_zero3_model_states_mem_needs(total, largest, per_node, nodes, cpu_offload=False,
+                                                          cpu_offload_params=False)
+        ours2 = estimate_memory(hf, total, 2, n).model_states
+        ours3 = estimate_memory(hf, total, 3, n).model_states
+        assert abs(ours2 - ds2) <= 4 and abs(ours3 - ds3) <= 4, (preset, n, ours2, ds2, ours3, ds3)
+
+
+def test_activation_estimate_follows_sequence_and_checkpointing():
+    from ascendops_trainer.memory import activation_bytes
+
+    hf = build_hf_config(build_config({"model.preset": "llama3-8b"}).model)
+    full = activation_bytes(hf, 8192, 1, 2, checkpointing=False)
+    every = activation_bytes(hf, 8192, 1, 2, checkpointing=True, checkpoint_every=1)
+    half = activation_bytes(hf, 8192, 1, 2, checkpointing=True, checkpoint_every=2)
+    assert every < half < full
+    # per token and layer: 6h + 2kv + 4ffn bf16 elements kept = 164 KiB for the 8B
+    per_layer = 8192 * (6 * 4096 + 2 * 1024 + 4 * 14336) * 2
+    assert full - activation_bytes(hf.__class__(**{**hf.to_dict(), "num_hidden_layers": 31}), 8192, 1, 2,
+                                   checkpointing=False) == per_layer
+    assert activation_bytes(hf, 4096, 1, 2, checkpointing=False) < full / 1.9  # linear in tokens (flash attention)
+    # chunked loss: one chunk's fp32 logits and gradient instead of all tokens' (plus their bf16 logits)
+    chunked = activation_bytes(hf, 8192, 1, 2, checkpointing=False, loss_chunk_tokens=4096)
+    assert full - chunked == 8192 * 128256 * 2 + 4096 * 128256 * 8
 
 # ---------------------------------------------------------------- NPU environment, devices, rank table
 

@@ -188,8 +188,9 @@ def bench(cfg: JobConfig) -> int:
     precision = resolve_precision(cfg.train.precision, ctx.device_type)
     ga = grad_accum_steps(cfg, ctx.world_size)
     hf_config = build_hf_config(cfg.model, ctx.device_type)
-    cfg.parallel.zero_stage = resolve_zero_stage(cfg, ctx.world_size, param_counts(hf_config).total, precision,
-                                                 device_memory_bytes(ctx.device_type, ctx.launch.local_world_size))
+    cfg.parallel.zero_stage = resolve_zero_stage(cfg, ctx.world_size, hf_config, precision,
+                                                 device_memory_bytes(ctx.device_type, ctx.launch.local_world_size),
+                                                 ctx.launch.local_world_size)
     seq_len, micro = cfg.data.seq_len, cfg.train.micro_batch_size
     fpt = flops_per_token_for(hf_config, seq_len)
     dev = device_name(ctx.device_type)

@@ -160,8 +160,8 @@ def train(cfg: JobConfig, status: RunStatus | None = None, stop: StopFlag | None
         deepspeed_config,
         device_memory_bytes,
         load_override,
+        plan_memory,
         resolve_precision,
-        resolve_zero_stage,
     )
     from .kernels import npu_kernels
     from .metrics import (
@@ -189,10 +189,15 @@ def train(cfg: JobConfig, status: RunStatus | None = None, stop: StopFlag | None
     except (OSError, ValueError) as e:  # missing or foreign directory: no retry will fix it
         raise ConfigError(f"data.path: {e}") from None
     hf_config = build_hf_config(cfg.model, ctx.device_type)
-    cfg.parallel.zero_stage = resolve_zero_stage(cfg, ctx.world_size, param_counts(hf_config).total, precision,
-                                                 device_memory_bytes(ctx.device_type, ctx.launch.local_world_size))
+    mem = plan_memory(cfg, hf_config, ctx.world_size, precision,
+                      device_memory_bytes(ctx.device_type, ctx.launch.local_world_size), ctx.launch.local_world_size)
+    cfg.parallel.zero_stage = mem.stage
     ds_config = deepspeed_config(cfg, ctx.world_size, precision, load_override(cfg.parallel.deepspeed_config),
-                                 devices_per_node=ctx.launch.local_world_size)
+                                 devices_per_node=ctx.launch.local_world_size, hpz=mem.hpz)
+    if ctx.is_main:
+        for note in mem.notes:
+            log.info("%s", note)
+        log.info("memory estimate %s", mem.estimate.line(mem.device_bytes))
 
     if dataset.vocab_size > hf_config.vocab_size:
         raise ConfigError(f"the tokenizer of {cfg.data.path} has {dataset.vocab_size} tokens but the model's "
@@ -278,6 +283,9 @@ def train(cfg: JobConfig, status: RunStatus | None = None, stop: StopFlag | None
         "optimizer": type(engine.optimizer.optimizer if hasattr(engine.optimizer, "optimizer")
                           else engine.optimizer).__name__,
         "zero_stage": cfg.parallel.zero_stage,
+        "zero_hpz_partition_size": mem.hpz,
+        "memory_estimate_bytes_per_device": mem.estimate.as_dict(),
+        "device_memory_bytes": mem.device_bytes,
         "attn_implementation": attn,
         "document_masking": packed,
         "activation_checkpointing": [i for i, layer in enumerate(engine.module.model.layers)
