@@ -527,6 +527,38 @@ def test_validation_split_is_checked_before_the_model_is_built(prepared, tmp_pat
         signal.signal(signal.SIGTERM, sigterm)
 
 
+def test_trainer_pieces_step_evaluate_save(prepared, tmp_path):
+    """The Trainer's parts on their own (one process, gloo): set-up, train_step, evaluate, save; the same
+    Runtime that bench uses."""
+    import torch
+
+    from ascendops_trainer.parallel import shutdown
+    from ascendops_trainer.train import Runtime, Trainer
+
+    env, sigterm = dict(os.environ), signal.getsignal(signal.SIGTERM)
+    try:
+        cfg = build_config({"data.path": prepared["data"], "run_dir": str(tmp_path / "run"), "train.steps": "4",
+                            "train.eval_interval": "2", "train.eval_batches": "2", "metrics.tensorboard": "false"})
+        t = Trainer(cfg)
+        assert isinstance(t.rt, Runtime) and t.rt.grad_accum == 4 and t.rt.plan.stage == 2  # auto: fits
+        before = t.loader.state_dict()["consumed"]
+        assert t.train_step() is True
+        assert t.loader.state_dict()["consumed"] == before + 4 * 2  # grad_accum micro-batches of 2
+        assert torch.isfinite(t.loss_sum) and t.loss_sum.item() > 0
+        t.step, t.interval_steps = 1, 1
+        assert 0 < t.evaluate() < 10
+        assert t.save(1, t.loader.state_dict()) is True and t.ckpt.last_saved_step == 1
+        assert (tmp_path / "run" / "checkpoints" / "latest").read_text().strip() == "step_00000001"
+        t.stop.set_by = signal.SIGTERM  # a stop between micro-steps: the step is not taken
+        assert t.train_step() is False
+        t.close()
+    finally:
+        shutdown()
+        os.environ.clear()
+        os.environ.update(env)
+        signal.signal(signal.SIGTERM, sigterm)
+
+
 def test_packed_documents_line_up_inputs_targets_and_positions():
     """Document masking packs a micro-batch into one row. With an attention that masks by the position
     ids' segments (what the varlen flash kernel does on NPU), the packed loss equals the loss of the
