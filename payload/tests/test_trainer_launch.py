@@ -133,6 +133,13 @@ def test_grace_reaches_torchrun_by_flag_or_patch(monkeypatch):
         ln.grace_mode({"ASCENDOPS_LAUNCH_GRACE_MODE": "later"})
 
 
+def test_torchruns_own_restarts_are_warned_about():
+    assert "leave restarts to the unit" in ln.restart_warning(["--max-restarts", "3", "-m", "x"])
+    assert "--max_restarts 2" in ln.restart_warning(["--max_restarts=2"])
+    assert ln.restart_warning(["--max-restarts", "0", "--nnodes", "2"]) is None
+    assert ln.restart_warning([]) is None
+
+
 def test_grace_period_for_the_save_warning():
     from ascendops_trainer.config import build_config
     from ascendops_trainer.train import grace_period

@@ -131,6 +131,20 @@ def _node_rank(args: list[str]) -> int:
     return 0
 
 
+def restart_warning(args: list[str]) -> str | None:
+    """torchrun's own restarts (--max-restarts/--max_restarts > 0) would rerun workers that exited 2, 3 or 4
+    in a loop inside one unit run, out of systemd's sight: restarts belong to the unit."""
+    for i, a in enumerate(args):
+        for flag in ("--max-restarts", "--max_restarts"):
+            value = args[i + 1] if a == flag and i + 1 < len(args) else a.split("=", 1)[1] if a.startswith(
+                flag + "=") else None
+            if value is not None and value.strip().isdigit() and int(value) > 0:
+                return (f"torchrun {flag} {value}: torchrun restarts failed workers itself, also after exit "
+                        "codes 2/3/4 that no restart fixes; leave restarts to the unit (--max-restarts 0 and "
+                        "RestartPreventExitStatus=2 3 4)")
+    return None
+
+
 def finalize_status(path: str, fresh: dict[str, Any] | None, code: int, reason: str, node_rank: int,
                     started: float) -> dict[str, Any]:
     """Write the final state into the node's status file when the trainer's local rank 0 could not (it was
@@ -199,6 +213,9 @@ def launch(grace_s: float, args: list[str]) -> int:
         _say(str(e))
         return EXIT_CONFIG
     cmd = torchrun_command(grace_s, args, mode)
+    warning = restart_warning(args)
+    if warning:
+        _say("WARNING: " + warning)
     how = ("torchrun --shutdown-timeout" if mode == "flag"
            else f"torchrun's worker shutdown patched to wait {grace_s:g} s")
     _say(f"grace {grace_s:g} s after SIGTERM ({how}); status file {status_path}")
