@@ -328,6 +328,26 @@ def test_resume_with_another_world_size_is_refused_clearly(prepared, straight_ru
     assert "Traceback" not in proc.stderr
 
 
+def test_zero_auto_resumes_a_checkpoint_with_its_own_stage(prepared, tmp_path):
+    """A checkpoint written with ZeRO-3 (an older memory model, another device) resumes under
+    zero_stage auto, which would pick ZeRO-2 for the debug model here: the checkpoint's stage is kept
+    instead of refusing the resume."""
+    run = tmp_path / "run"
+    base = [sys.executable, "-m", "ascendops_trainer", "train", "--preset", "debug", "--data", prepared["data"],
+            "--run-dir", str(run), "--checkpoint.interval", "1", "--metrics.tensorboard", "false"]
+    first = subprocess.run([*base, "--steps", "1", "--zero-stage", "3"], env=subprocess_env(), capture_output=True,
+                           text=True, timeout=180)
+    assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]
+    second = subprocess.run([*base, "--steps", "2"], env=subprocess_env(), capture_output=True, text=True,
+                            timeout=180)
+    out = second.stdout + second.stderr
+    assert second.returncode == 0, out[-3000:]
+    assert "ZeRO auto: ZeRO-2 needs" in out  # what auto alone would choose
+    assert "saved with ZeRO-3 (auto would choose ZeRO-2 now): keeping ZeRO-3" in out
+    assert "resumed from step_00000001: step 1" in out
+    assert json.loads((run / "config.json").read_text())["run"]["zero_stage"] == 3
+
+
 def test_nonfinite_loss_stops_without_becoming_the_newest_checkpoint(prepared, tmp_path):
     """A learning rate of 1e4 without clipping diverges within a few steps. The run stops with exit code 4
     and a message; every step before is saved (interval 1, keep 2), the bad one is not. 2 ranks under

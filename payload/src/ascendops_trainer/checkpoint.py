@@ -206,6 +206,11 @@ class CheckpointManager:
             raise RuntimeError(f"nodes disagree on the checkpoint to resume from: {sorted(set(map(str, tags)))}")
         return tags[0]
 
+    def saved_zero_stage(self, tag: str) -> int | None:
+        """The ZeRO stage a checkpoint was saved with (None when it does not say)."""
+        state = json.loads((self.dir / tag / TRAINER_STATE).read_text())
+        return int(state["zero_stage"]) if state.get("zero_stage") is not None else None
+
     def check_compatible(self, tag: str, zero_stage: int) -> dict[str, Any]:
         """Refuse, before DeepSpeed reads any shard, a checkpoint saved by another world size or ZeRO
         stage (DeepSpeed would fail deep inside with a shape or file error). Returns its trainer state."""

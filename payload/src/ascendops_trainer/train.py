@@ -160,6 +160,7 @@ class Runtime:
     peak_tflops: float | None
     peak_source: str
     kernels: Any  # torch_npu (fused kernels) or None
+    stage_auto: bool = False  # parallel.zero_stage was auto (the plan chose the stage)
 
     @classmethod
     def create(cls, cfg: JobConfig) -> Runtime:
@@ -179,6 +180,7 @@ class Runtime:
         precision = resolve_precision(cfg.train.precision, ctx.device_type)
         ga = grad_accum_steps(cfg, ctx.world_size)
         hf_config = build_hf_config(cfg.model, ctx.device_type)
+        stage_auto = cfg.parallel.zero_stage == "auto"
         plan = plan_memory(cfg, hf_config, ctx.world_size, precision,
                            device_memory_bytes(ctx.device_type, ctx.launch.local_world_size),
                            ctx.launch.local_world_size)
@@ -190,7 +192,19 @@ class Runtime:
         dev = device_name(ctx.device_type)
         peak, peak_src = resolve_peak_tflops(cfg.metrics.peak_tflops, ctx.device_type, dev, precision)
         return cls(cfg, ctx, precision, ga, hf_config, plan, flops_per_token_for(hf_config, cfg.data.seq_len), dev,
-                   peak, peak_src, npu_kernels() if ctx.device_type == "npu" else None)
+                   peak, peak_src, npu_kernels() if ctx.device_type == "npu" else None, stage_auto)
+
+    def replan(self, stage: int) -> None:
+        """Plan again with the ZeRO stage fixed (a resumed checkpoint's, when the stage was auto)."""
+        from .engine import device_memory_bytes, plan_memory
+
+        self.cfg.parallel.zero_stage = stage
+        ctx = self.ctx
+        self.plan = plan_memory(self.cfg, self.hf_config, ctx.world_size, self.precision,
+                                device_memory_bytes(ctx.device_type, ctx.launch.local_world_size),
+                                ctx.launch.local_world_size)
+        if ctx.is_main:
+            log.info("memory estimate %s", self.plan.estimate.line(self.plan.device_bytes))
 
     def deepspeed_config(self, cfg: JobConfig | None = None) -> dict[str, Any]:
         """DeepSpeed's config for `cfg` (default: the job's; bench variants pass theirs)."""
@@ -229,9 +243,9 @@ class Trainer:
             raise ConfigError("data.path is required: the directory written by `ascendops-train prepare`")
         self.rt = Runtime.create(cfg)
         self.ctx = self.rt.ctx
-        self.ds_config = self.rt.deepspeed_config()
         self._setup_data()
         self._setup_checkpoints()
+        self.ds_config = self.rt.deepspeed_config()  # after the checkpoint: a resume may fix the ZeRO stage
         self.engine = self.rt.build_engine(cfg, self.ds_config)
         self.step, self.tokens_seen = 0, 0
         self._resume()
@@ -287,6 +301,15 @@ class Trainer:
                                          self.hf_config_dict)
         self.resume_tag = self.ckpt.resume_tag() if cfg.checkpoint.resume else None
         if self.resume_tag is not None:
+            saved_stage = self.ckpt.saved_zero_stage(self.resume_tag)
+            if self.rt.stage_auto and saved_stage is not None and saved_stage != cfg.parallel.zero_stage:
+                # ZeRO auto may choose differently from the run that wrote the checkpoint (another memory
+                # model, another device): its optimizer state is sharded for its own stage, so keep that.
+                if self.ctx.is_main:
+                    log.info("ZeRO auto: resuming %s, which was saved with ZeRO-%d (auto would choose ZeRO-%d "
+                             "now): keeping ZeRO-%d", self.resume_tag, saved_stage, cfg.parallel.zero_stage,
+                             saved_stage)
+                self.rt.replan(saved_stage)
             saved_state = self.ckpt.check_compatible(self.resume_tag, cfg.parallel.zero_stage)
             try:
                 self.loader.load_state_dict(saved_state["loader"])  # loaded again with the engine (_resume)
