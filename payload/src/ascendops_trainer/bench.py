@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .config import JobConfig, grad_accum_steps
+from .config import JobConfig
 
 log = logging.getLogger("ascendops_trainer.bench")
 
@@ -58,23 +58,15 @@ def _free(device_type: str) -> None:
         getattr(torch, device_type).empty_cache()
 
 
-def _run_deepspeed(cfg: JobConfig, ctx, hf_config, precision: str, batches) -> dict[str, Any]:
-    import torch
-
-    from .engine import build_engine, deepspeed_config, load_override
-    from .kernels import npu_kernels, restore_stock_rope
+def _run_deepspeed(cfg: JobConfig, rt, batches) -> dict[str, Any]:
+    """`train`'s own engine (Runtime.build_engine: same model, kernels, ZeRO config, optimizer, schedule)."""
+    from .kernels import restore_stock_rope
     from .metrics import memory_gib
-    from .model import build_model
-    from .train import causal_lm_loss, seed_everything
+    from .train import causal_lm_loss
 
-    ds_config = deepspeed_config(cfg, ctx.world_size, precision, load_override(cfg.parallel.deepspeed_config),
-                                 devices_per_node=ctx.launch.local_world_size)
-    seed_everything(cfg.train.seed)
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    ctx = rt.ctx
     restore_stock_rope()  # a previous variant may have patched it
-    kernels = npu_kernels() if ctx.device_type == "npu" else None
-    model = build_model(cfg.model, hf_config, dtype, ds_config, device=ctx.device, kernels=kernels)
-    engine = build_engine(model, cfg, ds_config, ctx.device_type)
+    engine = rt.build_engine(cfg)
     engine.train()
     memory_gib(ctx.device_type)  # reset the peak counter
 
@@ -91,20 +83,20 @@ def _run_deepspeed(cfg: JobConfig, ctx, hf_config, precision: str, batches) -> d
     return out  # the engine goes out of scope here; bench() then frees device memory
 
 
-def _run_torch(cfg: JobConfig, ctx, hf_config, precision: str, batches) -> dict[str, Any]:
+def _run_torch(cfg: JobConfig, rt, batches) -> dict[str, Any]:
     import torch
 
     from .engine import make_optimizer, make_scheduler
-    from .kernels import npu_kernels, restore_stock_rope
+    from .kernels import restore_stock_rope
     from .metrics import memory_gib
     from .model import build_model
     from .train import causal_lm_loss, seed_everything
 
+    ctx, precision = rt.ctx, rt.precision
     seed_everything(cfg.train.seed)
     restore_stock_rope()
-    kernels = npu_kernels() if ctx.device_type == "npu" else None
-    model = build_model(cfg.model, hf_config, torch.float32, None, device=ctx.device,
-                        kernels=kernels).to(ctx.device)
+    model = build_model(cfg.model, rt.hf_config, torch.float32, None, device=ctx.device,
+                        kernels=rt.kernels).to(ctx.device)
     model.train()
     ddp = ctx.world_size > 1
     if ddp:
@@ -172,28 +164,20 @@ def _variant(cfg: JobConfig, overrides: dict[str, Any]) -> JobConfig:
 
 
 def bench(cfg: JobConfig) -> int:
-    from .parallel import apply_npu_env
+    """Both stacks on `train`'s own set-up (train.Runtime: process group, precision, model config, memory
+    plan and ZeRO stage, FLOPs, peak), then `train`'s engine (Runtime.build_engine) against plain PyTorch."""
+    from .train import Runtime
 
-    apply_npu_env()  # before torch is imported (torch autoloads torch_npu, which reads them at import)
+    rt = Runtime.create(cfg)  # NPU environment before torch, logging, process group, ZeRO auto, peak
     import torch
 
-    from .engine import device_memory_bytes, resolve_precision, resolve_zero_stage
-    from .metrics import achieved_tflops, flops_per_token_for, mfu, resolve_peak_tflops
-    from .model import build_hf_config, param_counts
-    from .parallel import device_name, init_distributed, launch_info, shutdown
-    from .train import setup_logging
+    from .metrics import achieved_tflops, mfu
+    from .model import param_counts
+    from .parallel import shutdown
 
-    setup_logging(launch_info().is_main)
-    ctx = init_distributed(cfg.parallel.device, cfg.parallel.dist_timeout_s)
-    precision = resolve_precision(cfg.train.precision, ctx.device_type)
-    ga = grad_accum_steps(cfg, ctx.world_size)
-    hf_config = build_hf_config(cfg.model, ctx.device_type)
-    cfg.parallel.zero_stage = resolve_zero_stage(cfg, ctx.world_size, param_counts(hf_config).total, precision,
-                                                 device_memory_bytes(ctx.device_type, ctx.launch.local_world_size))
+    ctx, precision, hf_config, ga = rt.ctx, rt.precision, rt.hf_config, rt.grad_accum
     seq_len, micro = cfg.data.seq_len, cfg.train.micro_batch_size
-    fpt = flops_per_token_for(hf_config, seq_len)
-    dev = device_name(ctx.device_type)
-    peak, peak_src = resolve_peak_tflops(cfg.metrics.peak_tflops, ctx.device_type, dev, precision)
+    fpt, dev, peak, peak_src = rt.flops_per_token, rt.device_name, rt.peak_tflops, rt.peak_source
 
     g = torch.Generator().manual_seed(cfg.train.seed + ctx.rank)
     batches = [torch.randint(0, hf_config.vocab_size, (micro, seq_len + 1), generator=g).to(ctx.device)
@@ -206,10 +190,10 @@ def bench(cfg: JobConfig) -> int:
     runs: dict[str, list[dict[str, Any]]] = {}
     for _ in range(cfg.bench.rounds):
         if cfg.bench.mode in ("both", "torch", "switches"):
-            runs.setdefault("torch", []).append(_run_torch(cfg, ctx, hf_config, precision, batches))
+            runs.setdefault("torch", []).append(_run_torch(cfg, rt, batches))
             _free(ctx.device_type)
         if cfg.bench.mode in ("both", "deepspeed"):
-            runs.setdefault("deepspeed", []).append(_run_deepspeed(cfg, ctx, hf_config, precision, batches))
+            runs.setdefault("deepspeed", []).append(_run_deepspeed(cfg, rt, batches))
             _free(ctx.device_type)
     for name, rs in runs.items():
         ok = sorted((r for r in rs if "seconds" in r), key=lambda r: r["seconds"])
@@ -221,7 +205,7 @@ def bench(cfg: JobConfig) -> int:
     if cfg.bench.mode == "switches":
         for label, overrides in switch_variants(cfg):
             try:
-                results[label] = _run_deepspeed(_variant(cfg, overrides), ctx, hf_config, precision, batches)
+                results[label] = _run_deepspeed(_variant(cfg, overrides), rt, batches)
             except Exception as e:  # noqa: BLE001 - one variant failing (e.g. out of memory) must not hide the rest
                 results[label] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}
             _free(ctx.device_type)

@@ -9,9 +9,11 @@ because the data loader is built from the latter.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import logging
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from .config import ConfigError, JobConfig, grad_accum_steps
@@ -35,19 +37,64 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def resolve_zero_stage(cfg: JobConfig, dp_size: int, n_params: int, precision: str,
-                       device_bytes: int | None) -> int:
-    """parallel.zero_stage, with auto resolved: ZeRO-2 when the full weights plus the sharded fp32
-    state (master weights, Adam moments, fp32 gradients: 16 bytes/param over dp ranks) take at most
-    half the device memory (the rest is for activations); else ZeRO-3. Unknown memory: ZeRO-3."""
-    stage = cfg.parallel.zero_stage
-    if stage != "auto":
-        return int(stage)
-    if not device_bytes:
-        return 3
-    weights = n_params * (2 if precision == "bf16" else 4)
-    states = n_params * 16 / dp_size
-    return 2 if weights + states <= 0.5 * device_bytes else 3
+@dataclass(frozen=True)
+class MemoryPlan:
+    stage: int  # ZeRO stage
+    hpz: int  # ZeRO++ secondary partition size (1 = off)
+    estimate: Any  # memory.MemoryEstimate of that choice, per device
+    device_bytes: int | None
+    notes: tuple[str, ...] = ()  # why auto chose what it chose
+
+
+def plan_memory(cfg: JobConfig, hf_config, dp_size: int, precision: str, device_bytes: int | None,
+                devices_per_node: int) -> MemoryPlan:
+    """The ZeRO stage and hpZ size for this job, from the memory model (memory.py).
+
+    zero_stage auto: ZeRO-2 (no parameter gathers in forward/backward) when its estimate - the full bf16
+    weights, the sharded gradients and fp32 optimizer state, the buckets and the activations of one
+    micro-batch at this sequence length and checkpointing - fits the device (FIT_FRACTION of it); else
+    ZeRO-3. Unknown device memory: ZeRO-3.
+    zero_hpz_partition_size auto (0): the devices per node when the job spans nodes on ZeRO-3 AND the
+    secondary copy (2P/hpz bytes) still fits next to everything else; left off (1) otherwise."""
+    from .memory import estimate_for, fits
+    from .model import param_counts
+
+    p = cfg.parallel
+    n = param_counts(hf_config).total
+    notes: list[str] = []
+    if p.zero_stage == "auto":
+        two = estimate_for(cfg, hf_config, n, 2, dp_size, precision)
+        stage = 2 if fits(two, device_bytes) else 3
+        notes.append("ZeRO auto: " + ("device memory unknown" if not device_bytes else
+                                      f"ZeRO-2 needs {two.total / 2**30:.1f} GiB per device, "
+                                      + ("fits" if stage == 2 else "does not fit")) + f" -> ZeRO-{stage}")
+    else:
+        stage = int(p.zero_stage)
+    hpz = 1
+    if stage == 3:
+        if p.zero_hpz_partition_size:
+            hpz = hpz_partition_size(cfg, dp_size, devices_per_node)
+        elif dp_size > devices_per_node:
+            candidate = hpz_partition_size(cfg, dp_size, devices_per_node)
+            with_hpz = estimate_for(cfg, hf_config, n, 3, dp_size, precision, candidate)
+            if device_bytes and not fits(with_hpz, device_bytes):
+                notes.append(f"hpZ auto: the secondary copy ({with_hpz.hpz / 2**30:.1f} GiB) would not fit "
+                             f"({with_hpz.total / 2**30:.1f} GiB per device): left off")
+            else:
+                hpz = candidate
+                notes.append(f"hpZ auto: partition size {hpz} (the devices per node)")
+    est = estimate_for(cfg, hf_config, n, stage, dp_size, precision, hpz)
+    if device_bytes and not fits(est, device_bytes):
+        notes.append(f"WARNING: the estimate ({est.total / 2**30:.1f} GiB per device) exceeds the device's "
+                     f"{device_bytes / 2**30:.1f} GiB: expect out-of-memory; use more devices, activation "
+                     "checkpointing or a smaller micro-batch / sequence")
+    return MemoryPlan(stage, hpz, est, device_bytes, tuple(notes))
+
+
+def resolve_zero_stage(cfg: JobConfig, dp_size: int, hf_config, precision: str, device_bytes: int | None,
+                       devices_per_node: int = 1) -> int:
+    """parallel.zero_stage with auto resolved (plan_memory)."""
+    return plan_memory(cfg, hf_config, dp_size, precision, device_bytes, devices_per_node).stage
 
 
 def device_memory_bytes(device_type: str, local_world_size: int = 1) -> int | None:
@@ -80,8 +127,10 @@ def hpz_partition_size(cfg: JobConfig, dp_size: int, devices_per_node: int) -> i
 
 
 def deepspeed_config(cfg: JobConfig, dp_size: int, precision: str,
-                     override: dict[str, Any] | None = None, devices_per_node: int | None = None) -> dict[str, Any]:
-    """The DeepSpeed config for this job (precision already resolved: 'bf16' or 'fp32')."""
+                     override: dict[str, Any] | None = None, devices_per_node: int | None = None,
+                     hpz: int | None = None) -> dict[str, Any]:
+    """The DeepSpeed config for this job (precision already resolved: 'bf16' or 'fp32'; hpz: the
+    partition size plan_memory chose, else the static rule of hpz_partition_size)."""
     t, p = cfg.train, cfg.parallel
     ga = grad_accum_steps(cfg, dp_size)
     stage = 3 if p.zero_stage == "auto" else int(p.zero_stage)  # callers resolve auto first (resolve_zero_stage)
@@ -95,7 +144,8 @@ def deepspeed_config(cfg: JobConfig, dp_size: int, precision: str,
             "stage3_max_live_parameters": int(1e9),
             "stage3_gather_16bit_weights_on_model_save": False,  # we gather ourselves on export
         })
-        hpz = hpz_partition_size(cfg, dp_size, devices_per_node or dp_size)
+        if hpz is None:
+            hpz = hpz_partition_size(cfg, dp_size, devices_per_node or dp_size)
         if hpz > 1:
             zero["zero_hpz_partition_size"] = hpz
     data_types: dict[str, Any] = {}
@@ -169,11 +219,21 @@ def param_groups(model, weight_decay: float) -> list[dict[str, Any]]:
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
-def fused_adam_class(device_type: str):
-    """DeepSpeed's FusedAdam when its op builds and loads on this device, else None.
+def npu_fused_adamw_class():
+    """torch_npu's fused AdamW (torch_npu.optim.NpuFusedAdamW: one kernel over the flattened parameters of
+    a group, which ZeRO already keeps flat), or None when torch_npu or the class is missing."""
+    if importlib.util.find_spec("torch_npu") is None:
+        return None
+    try:
+        from torch_npu.optim import NpuFusedAdamW
+    except ImportError as e:
+        log.info("torch_npu has no NpuFusedAdamW (%s): using torch.optim.AdamW", e)
+        return None
+    return NpuFusedAdamW
 
-    Never on NPU: DeepSpeed's NPU accelerator has no fused Adam op; torch AdamW (foreach) is used there.
-    """
+
+def fused_adam_class(device_type: str):
+    """DeepSpeed's FusedAdam when its op builds and loads on CUDA, else None (NPU: npu_fused_adamw_class)."""
     if device_type not in ("cuda",):
         return None
     try:
@@ -190,11 +250,16 @@ def fused_adam_class(device_type: str):
 
 
 def make_optimizer(model, cfg: JobConfig, device_type: str = "cpu"):
-    """AdamW with decoupled weight decay: DeepSpeed's FusedAdam (adam_w_mode) where it loads, else torch's."""
+    """AdamW with decoupled weight decay: fused where available (NPU: torch_npu's NpuFusedAdamW; CUDA:
+    DeepSpeed's FusedAdam in adam_w_mode), else torch's."""
     import torch
 
     o = cfg.optim
     groups = param_groups(model, o.weight_decay)
+    if cfg.parallel.fused_adam and device_type == "npu":
+        npu_fused = npu_fused_adamw_class()
+        if npu_fused is not None:  # per-group weight decay comes with the groups
+            return npu_fused(groups, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps)
     fused = fused_adam_class(device_type) if cfg.parallel.fused_adam else None
     if fused is not None:
         return fused(groups, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps, adam_w_mode=True)
