@@ -28,6 +28,7 @@ import time
 from collections import OrderedDict
 
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_formats import parse_key_value
+from ansible_collections.ascendops.cluster.plugins.module_utils.vendor_command import vendor_runner
 
 DEFAULT_HCCN_TOOL = "/usr/local/Ascend/driver/tools/hccn_tool"
 HCCN_SUCCESS = "Cmd executed successfully!"
@@ -305,7 +306,7 @@ _DAVINCI_RE = re.compile(r"^davinci(\d+)$")
 
 def _tool(module):
     p = module.params
-    return HccnTool(module.run_command, path=p["hccn_tool"],
+    return HccnTool(vendor_runner(module), path=p["hccn_tool"],
                     retries=p["retries"], delay=p["delay"])
 
 

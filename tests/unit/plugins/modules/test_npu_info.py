@@ -6,6 +6,7 @@ import os
 import shlex
 
 import pytest
+from ansible_collections.ascendops.cluster.plugins.module_utils import npu_info as npu_info_utils
 from ansible_collections.ascendops.cluster.plugins.modules import npu_info
 from ansible_collections.ascendops.cluster.tests.unit.plugins.modules.ascend_module_harness import (
     fixture_text,
@@ -95,7 +96,7 @@ def test_bare_node(run_module, node):
 
 
 def test_bare_node_default_lookup(run_module, node, monkeypatch):
-    monkeypatch.setattr(npu_info, "NPU_SMI_DIRS", [str(node.tmp / "local-bin"), str(node.tmp / "local-sbin")])
+    monkeypatch.setattr(npu_info_utils, "NPU_SMI_DIRS", [str(node.tmp / "local-bin"), str(node.tmp / "local-sbin")])
     res = run_module(npu_info.main, node.args())
     if res["npu_smi"]["path"]:  # pragma: no cover - a real npu-smi in /usr/local/bin on the test host
         pytest.skip("npu-smi installed on this host")
@@ -309,7 +310,7 @@ def test_toolkit_kernels_runtime_through_latest_link(run_module, node):
     node.put("cann-9.0.0/opp_kernel/version.info", "Version=9.0.0\n")
     os.makedirs(os.path.join(node.root, "ascend-toolkit"))
     os.symlink(os.path.join("..", "cann-9.0.0"), os.path.join(node.root, "ascend-toolkit", "latest"))
-    node.put("Ascend-Docker-Runtime/version.info", "Version=6.0.0\n")
+    node.put("Ascend-Docker-Runtime/ascend_docker_runtime_install.info", "version=v6.0.0\narch=aarch64\nos=linux\n")
     res = run_module(npu_info.main, node.args())
     assert res["toolkit"]["installed"] is True
     assert res["toolkit"]["version"] == "9.0.0"
@@ -317,7 +318,7 @@ def test_toolkit_kernels_runtime_through_latest_link(run_module, node):
     assert res["toolkit"]["arch"] == "aarch64"
     assert res["toolkit"]["info"]["package_name"] == "Ascend-cann-toolkit"
     assert res["kernels"] == {"installed": True, "version": "9.0.0"}
-    assert res["docker_runtime"] == {"installed": True, "version": "6.0.0"}
+    assert res["docker_runtime"] == {"installed": True, "version": "v6.0.0"}
 
 
 def test_check_mode_same_result(run_module, node):
