@@ -19,6 +19,7 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_node impo
     firmware_reboot_reason,
     query_firmware,
     query_npu_smi,
+    query_spod_info,
 )
 from ansible_collections.ascendops.cluster.plugins.module_utils.upgrade_tool import firmware_status
 from ansible_collections.ascendops.cluster.plugins.module_utils.vendor_command import vendor_runner
@@ -110,6 +111,16 @@ def gather(module):
 
     npus = smi.pop("npus")
     chips = smi.pop("chips")
+    spod_error = None
+    if params.get("spod_info") and smi["available"]:
+        # Atlas A3: each chip's super_device_id (SDID) as the hardware reports it, for rank table 1.2
+        spod, spod_error = query_spod_info(run, smi_path, chips)
+        if spod_error:
+            module.fail_json(msg=f"cannot read the super_device_id of every chip: {spod_error}; on Atlas A3 "
+                                 "npu-smi answers spod-info for every NPU and chip (npu-smi info -m lists them)")
+        for chip, info in zip(chips, spod):
+            chip.update({k: info[k] for k in ("super_device_id", "super_pod_id", "super_pod_size", "server_index")
+                         if k in info})
     smi.pop("driver_version")
     names = []
     for npu in npus:

@@ -436,3 +436,28 @@ def parse_npu_smi_processes(text):
     if layout is None:
         raise ValueError("no npu-smi process table (| NPU Chip | Process id | ...) found")
     return rows
+
+
+_SPOD_RE = re.compile(r"^\s*([A-Za-z][A-Za-z ]*?)\s*:\s*(\S+)\s*$")
+_SPOD_KEYS = {"sdid": "super_device_id", "super pod size": "super_pod_size", "super pod id": "super_pod_id",
+              "server index": "server_index"}
+
+
+def parse_npu_smi_spod_info(text):
+    """``npu-smi info -t spod-info -i <id> -c <chip>`` (Atlas A3) ->
+    ``{"super_device_id", "super_pod_size", "super_pod_id", "server_index"}`` (strings, as printed).
+
+    The lines are ``SDID : 16777216``, ``Super Pod Size : 384``, ``Super Pod ID : 0``,
+    ``Server Index : 4``; ``SDID`` is the super_device_id of the rank table (the HCCL guide). Other
+    ``key : value`` lines are ignored; a missing SDID is an error naming the first line read.
+    """
+    out = {}
+    lines = [ln for ln in (text or "").splitlines() if ln.strip()]
+    for line in lines:
+        m = _SPOD_RE.match(line)
+        if m and m.group(1).strip().lower() in _SPOD_KEYS:
+            out[_SPOD_KEYS[m.group(1).strip().lower()]] = m.group(2)
+    if "super_device_id" not in out or not out["super_device_id"].isdigit():
+        shown = lines[0].strip() if lines else "(no output)"
+        raise NpuSmiFormatError(f"npu-smi info -t spod-info: no SDID line (first line {shown!r})")
+    return out

@@ -57,6 +57,14 @@ options:
       - Path of the firmware C(upgrade-tool) used to query the running firmware versions.
       - Default is C(<install_path>/driver/tools/upgrade-tool).
     type: path
+  spod_info:
+    description:
+      - Atlas A3 - also read every chip's C(npu-smi info -t spod-info -i <npu_id> -c <chip_id>) and add its
+        C(SDID) to RV(chips) as C(super_device_id) (with C(super_pod_id), C(super_pod_size), C(server_index)),
+        as the rank table 1.2 needs it; read from the hardware, never computed.
+      - A chip that does not answer fails the task, naming the command.
+    type: bool
+    default: false
 notes:
   - C(npu-smi) talks to the driver; a C(-8020) error means another process holds the devices.
 seealso:
@@ -210,6 +218,8 @@ chips:
       values of its NPU row and its chip row.
     - C(phy_id) is the C(Phy-ID) column (A3), else the C(Device) column (310P), else the NPU id where
       each NPU has one chip (910B).
+    - With O(spod_info) also C(super_device_id) (the C(SDID) of spod-info), C(super_pod_id),
+      C(super_pod_size) and C(server_index), as strings.
   returned: always
   type: list
   elements: dict
@@ -277,6 +287,7 @@ def main():
             install_path=dict(type="path", default=DEFAULT_INSTALL_PATH),
             install_info=dict(type="path", default=DEFAULT_INSTALL_INFO),
             upgrade_tool=dict(type="path"),
+            spod_info=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

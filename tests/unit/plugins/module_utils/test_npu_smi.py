@@ -242,3 +242,16 @@ def test_npu_named_with_digits_only_is_an_npu_row():
     # a redacted Bus-Id is still a chip row
     redacted = text.replace("0000:01:00.0", "XXXX").replace("0000:02:00.0", "****")
     assert len(parse_npu_smi_info(redacted)["chips"]) == 4
+
+
+SPOD_INFO = "SDID : 16777216\nSuper Pod Size : 384\nSuper Pod ID : 0\nServer Index : 4\n"
+
+
+def test_spod_info_as_the_hccl_guide_prints_it():
+    from ansible_collections.ascendops.cluster.plugins.module_utils.npu_smi import parse_npu_smi_spod_info
+    assert parse_npu_smi_spod_info(SPOD_INFO) == {"super_device_id": "16777216", "super_pod_size": "384",
+                                                  "super_pod_id": "0", "server_index": "4"}
+    # wider spacing, as npu-smi pads its keys
+    assert parse_npu_smi_spod_info("SDID                 : 3\nSuper Pod ID         : 1\n")["super_device_id"] == "3"
+    with pytest.raises(ValueError, match="no SDID line.*'Error: not supported'"):
+        parse_npu_smi_spod_info("Error: not supported\n")
