@@ -152,8 +152,6 @@ def gather(module):
     }
 
 
-
-
 class NpuInfo:
     """One npu_info run: gather, then exit with the facts."""
 

@@ -16,8 +16,7 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_formats i
     get_key,
     read_key_value_file,
 )
-from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_install import (  # noqa: F401
-    DEFAULT_INSTALL_INFO,
+from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_install import (
     DEFAULT_INSTALL_PATH,
     machine_arch,
     read_installed,
@@ -33,9 +32,8 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version i
     versions_equal,
 )
 from ansible_collections.ascendops.cluster.plugins.module_utils.cann_info import package_state
-from ansible_collections.ascendops.cluster.plugins.module_utils.run_package import (  # noqa: F401 (PACKAGE_KINDS)
+from ansible_collections.ascendops.cluster.plugins.module_utils.run_package import (
     DEFAULT_INSTALL_LOG,
-    PACKAGE_KINDS,
     PROMPT_REGEX,
     InstallerFlagError,
     accepts,

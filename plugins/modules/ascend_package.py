@@ -230,12 +230,12 @@ diff:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.ascendops.cluster.plugins.module_utils.package_install import (  # noqa: E402
+from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_install import (  # noqa: E402
     DEFAULT_INSTALL_INFO,
     DEFAULT_INSTALL_PATH,
-    PACKAGE_KINDS,
-    AscendPackageInstall,
 )
+from ansible_collections.ascendops.cluster.plugins.module_utils.package_install import AscendPackageInstall  # noqa: E402
+from ansible_collections.ascendops.cluster.plugins.module_utils.run_package import PACKAGE_KINDS  # noqa: E402
 
 
 def main():

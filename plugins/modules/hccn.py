@@ -23,8 +23,8 @@ description:
     priority with C(-pfc -s priority p0,...,p7) (the other priorities as they are), and the port
     MTU is set with C(-mtu -s size N). Each is read first (C(-dscp_to_tc -g dscp D), C(-pfc -g),
     C(-mtu -g)), set only when it differs and read back."
-  - A device without preset TLS certificates answers C(-tls -g) with C(No certificate found, please
-    set certs firstly!): its TLS is off (not an error).
+  - "A device without preset TLS certificates answers C(-tls -g) with C(No certificate found, please
+    set certs firstly!); its TLS is off there (not an error)."
   - Options left unset are not managed. The settings live in the device; keeping them across
     reboots is the job of C(/etc/hccn.conf) (the C(ascendops.cluster.roce) role writes it).
 author:

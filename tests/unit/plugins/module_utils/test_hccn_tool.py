@@ -46,8 +46,8 @@ def test_get_outputs():
     assert parse_gateway("default gateway:, Iface:eth3") == {"gateway": None, "iface": "eth3"}
     assert parse_speed("Speed: 100000 Mb/s") == 100000
     assert parse_speed("Speed: 200 Gb/s") == 200000
-    assert parse_tls("dev_id:4, tls switch[0](0:disable, 1:enable), ...") == {"dev_id": 4, "enabled": False,
-                                                                               "certificates": True}
+    assert parse_tls("dev_id:4, tls switch[0](0:disable, 1:enable), ...") == {
+        "dev_id": 4, "enabled": False, "certificates": True}
     assert parse_tls("dev_id:0, tls switch[1](0:disable, 1:enable), tls preconfigured[1](0:non-preset, "
                      "1:preset), tls alarm time threshold[60]days") == {
         "dev_id": 0, "enabled": True, "certificates": True}
