@@ -92,6 +92,7 @@ class AscendPackageInstall:
                            version_before=None, version_after=None, reboot_required=False, reboot_reasons=[],
                            checksum=None, cmd=[], rc=None, stdout="", stderr="", stdout_lines=[], log_path=None)
         self.staged = False
+        self.expected = None
         self.kind = self.version = self.arch = None
         self.prefix = []
         self.action = "none"
