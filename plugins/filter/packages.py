@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.ascendops.cluster.plugins.module_utils.run_package import package_filename
+
 _LINE = re.compile(r"^(?P<digest>[0-9a-fA-F]{64}) [ *](?P<name>\S.*)$")
 
 
@@ -46,23 +48,31 @@ def _release(version):
 
 
 def cann_package_files(version, chip, arch):
-    """Vendor file names of a CANN release: ``{"toolkit": ..., "kernels": ...}``.
+    """Vendor file names of a CANN release: ``{"toolkit": ..., "kernels": ...}``, from the one
+    table of published names (module_utils/run_package.py PACKAGE_NAME_TABLE), so every name made
+    here is also read back by ``parse_package_filename``.
 
     Kernels: ``Ascend-cann-kernels-<chip>_<ver>_linux.run`` up to 8.0.RCx (arch-independent),
     ``Ascend-cann-kernels-<chip>_<ver>_linux-<arch>.run`` from 8.0.0, and from CANN 8.5 the operator
-    package ``Ascend-cann-<chip>-ops_<ver>_linux-<arch>.run``.
+    package ``Ascend-cann-<chip>-ops_<ver>_linux-<arch>.run``. Atlas A3 (chip ``a3``/``A3``):
+    ``Atlas-A3-cann-kernels_<ver>_linux-<arch>.run`` before 8.5, ``Ascend-cann-A3-ops_...`` (the
+    published capital ``A3``) from 8.5.
     """
     version = str(version).strip()
     if not version:
         raise ValueError("cann_package_files: empty CANN version")
+    chip = str(chip).strip()
+    a3 = chip.lower() == "a3"
     release = _release(version)
-    if release < (8, 0) or (release == (8, 0) and _RC.search(version)):
-        kernels = f"Ascend-cann-kernels-{chip}_{version}_linux.run"
-    elif release < (8, 5):
-        kernels = f"Ascend-cann-kernels-{chip}_{version}_linux-{arch}.run"
+    if release >= (8, 5):
+        kernels = package_filename("kernels", "ops", version, arch, "A3" if a3 else chip)
+    elif a3:
+        kernels = package_filename("kernels", "a3", version, arch)
+    elif release < (8, 0) or (release == (8, 0) and _RC.search(version)):
+        kernels = package_filename("kernels", "noarch", version, None, chip)
     else:
-        kernels = f"Ascend-cann-{chip}-ops_{version}_linux-{arch}.run"
-    return {"toolkit": f"Ascend-cann-toolkit_{version}_linux-{arch}.run", "kernels": kernels}
+        kernels = package_filename("kernels", "cann", version, arch, chip)
+    return {"toolkit": package_filename("toolkit", "cann", version, arch), "kernels": kernels}
 
 
 class FilterModule:

@@ -17,6 +17,14 @@ Order: servers in ascending ``server_id``, ranks numbered server by server, devi
 ``device_id`` within a server. ``server_id`` is the host address; addresses compare as addresses
 (10.0.0.9 before 10.0.0.10, IPv4 before IPv6), a server_id that is not an address sorts after all
 addresses, by name. Every value in the table is a string.
+
+On A3 each device's ``super_device_id`` is the ``SDID`` the hardware reports
+(``npu-smi info -t spod-info -i <id> -c <chip>``, the ``super_device_id`` of the devices given), never
+computed: a 1.2 table from the hardware without it is refused.
+
+Tables other tools write (MindIE, the HCCL guide's A2 example) list servers in any order, may carry
+``container_ip`` and leave out ``host_ip``: ``read_rank_table`` (filter ``rank_table_read``) accepts
+them; ``check_rank_table`` holds our own tables to our order.
 """
 
 from __future__ import annotations
@@ -117,13 +125,16 @@ def _server_devices(server, expected, require_up):
     return [(i, *seen[i]) for i in sorted(seen)]
 
 
-def build_rank_table(servers, version="1.0", devices_per_server=None, super_pod_id="0", require_up=True):
+def build_rank_table(servers, version="1.0", devices_per_server=None, super_pod_id="0", require_up=True,
+                     planned_only=False):
     """The rank table (a dict) for ``servers``: [{name, host_ip, devices, plan}] in any order.
 
     ``devices``: the roce stage's ``roce_devices`` of that host ({device_id, address, link, health,
     super_device_id?}); ``plan``: the planned addresses (list by device index, or None). A device whose
     address differs from the plan, a planned device that is missing, a link that is not UP or a count
-    other than ``devices_per_server`` raises RankTableError naming the node and the NPU.
+    other than ``devices_per_server`` raises RankTableError naming the node and the NPU. Version 1.2
+    takes each device's ``super_device_id`` as given (read from the hardware); ``planned_only`` (a
+    preview from the plan) marks it ``unread:<server>:<device>`` instead.
     """
     version = str(version)
     if version not in VERSIONS:
@@ -141,7 +152,7 @@ def build_rank_table(servers, version="1.0", devices_per_server=None, super_pod_
         by_id[str(host_ip)] = server
     ordered = sorted(by_id, key=server_sort_key)
     server_list, rank, owner = [], 0, {}
-    for position, sid in enumerate(ordered):
+    for sid in ordered:
         server = by_id[sid]
         entries = []
         devices = _server_devices(server, devices_per_server, require_up)
@@ -152,9 +163,16 @@ def build_rank_table(servers, version="1.0", devices_per_server=None, super_pod_
             owner[address] = f"{server.get('name', sid)} NPU {index}"
             entry = {"device_id": str(index), "device_ip": address, "rank_id": str(rank)}
             if version == "1.2":
-                entry = {"device_id": str(index),
-                         "super_device_id": sdid if sdid is not None else str(position * len(devices) + index),
-                         "device_ip": address, "rank_id": str(rank)}
+                if sdid is None and not planned_only:
+                    raise RankTableError(
+                        f"{server.get('name', sid)} NPU {index}: no super_device_id read from the hardware "
+                        "(npu-smi info -t spod-info -i <npu id> -c <chip id>, the SDID line); rank table 1.2 "
+                        "needs the one the hardware reports")
+                if sdid is None:
+                    # a preview from the plan alone: the hardware is not asked, so the value is not known
+                    sdid = f"unread:{sid}:{index}"
+                entry = {"device_id": str(index), "super_device_id": sdid, "device_ip": address,
+                         "rank_id": str(rank)}
             entries.append(entry)
             rank += 1
         server_list.append({"server_id": sid, "host_ip": str(server.get("host_ip")), "device": entries})
@@ -189,7 +207,8 @@ def rank_table(hostnames, hostvars, version="1.0", devices_per_server=None, host
         if source == "plan" and plan is None:
             raise RankTableError(f"{name}: no planned device addresses ({plan_var}) in the inventory")
         servers.append({"name": name, "host_ip": hv.get(host_ip_var) or name, "devices": devices, "plan": plan})
-    return build_rank_table(servers, version, devices_per_server, super_pod_id, require_up)
+    return build_rank_table(servers, version, devices_per_server, super_pod_id, require_up,
+                            planned_only=source == "plan")
 
 
 def _all_strings(value, path="table"):
@@ -203,8 +222,13 @@ def _all_strings(value, path="table"):
         raise RankTableError(f"{path} is {value!r} ({type(value).__name__}); every rank table value must be a string")
 
 
-def check_rank_table(table, servers=None, devices_per_server=None):
+def check_rank_table(table, servers=None, devices_per_server=None, strict=True):
     """Parse back and check a rank table (JSON text or dict); returns a summary.
+
+    ``strict`` (our own tables): servers in ascending server_id order, every server with a
+    ``host_ip``, ranks numbered server by server. ``strict=False`` (a table another tool wrote):
+    servers in any order, ``host_ip`` optional, ``container_ip`` allowed (an address), ranks
+    0..N-1 each once in any order.
 
     Checks: valid JSON, version, status completed, every value a string, server_count, unique server
     ids, unique device ids per server, ranks 0..N-1 each once and numbered server by server in
@@ -235,14 +259,21 @@ def check_rank_table(table, servers=None, devices_per_server=None):
     ids = [s.get("server_id") for s in server_list]
     if len(set(ids)) != len(ids):
         raise RankTableError(f"server_id listed twice: {ids}")
-    if ids != sorted(ids, key=server_sort_key):
+    if strict and ids != sorted(ids, key=server_sort_key):
         raise RankTableError(f"servers are not in ascending server_id order: {ids}")
     ranks, addresses, sdids, count = [], {}, set(), 0
     for s in server_list:
         sid = s.get("server_id")
         devices = s.get("device")
-        if not sid or not s.get("host_ip") or not isinstance(devices, list) or not devices:
-            raise RankTableError(f"server {sid!r}: server_id, host_ip and a non-empty device list are required")
+        if not sid or (strict and not s.get("host_ip")) or not isinstance(devices, list) or not devices:
+            raise RankTableError(f"server {sid!r}: server_id, {'host_ip ' if strict else ''}and a non-empty device "
+                                 "list are required")
+        for key in ("host_ip", "container_ip"):
+            if key in s:
+                try:
+                    ipaddress.ip_address(s[key])
+                except ValueError:
+                    raise RankTableError(f"server {sid}: {key} {s[key]!r} is not an IP address") from None
         if devices_per_server is not None and len(devices) != int(devices_per_server):
             raise RankTableError(f"server {sid}: {len(devices)} devices, expected {devices_per_server}")
         dev_ids = set()
@@ -266,8 +297,9 @@ def check_rank_table(table, servers=None, devices_per_server=None):
             except ValueError:
                 raise RankTableError(f"server {sid}: rank_id {d['rank_id']!r} is not a number") from None
             count += 1
-    if ranks != list(range(count)):
-        raise RankTableError(f"rank_id must run 0..{count - 1} once each, server by server; got {ranks}")
+    if (ranks if strict else sorted(ranks)) != list(range(count)):
+        raise RankTableError(f"rank_id must run 0..{count - 1} once each"
+                             f"{', server by server' if strict else ''}; got {ranks}")
     if version == "1.2":
         pods = table.get("super_pod_list")
         if not isinstance(pods, list) or not pods:
@@ -278,24 +310,51 @@ def check_rank_table(table, servers=None, devices_per_server=None):
     return {"version": version, "servers": len(server_list), "devices": count, "ranks": count, "server_ids": ids}
 
 
-def rank_table_check(table, servers=None, devices_per_server=None):
+def rank_table_check(table, servers=None, devices_per_server=None, strict=True):
     """Filter form of check_rank_table."""
-    return check_rank_table(table, servers, devices_per_server)
+    return check_rank_table(table, servers, devices_per_server, strict)
+
+
+def read_rank_table(table, servers=None, devices_per_server=None):
+    """A rank table another tool wrote (servers in any order, ``container_ip``, no ``host_ip``):
+    checked as such (``check_rank_table(strict=False)``); returns the summary."""
+    return check_rank_table(table, servers, devices_per_server, strict=False)
 
 
 def rank_table_node_rank(table, host_ip):
-    """node_rank of the server with this host address (its position in the table's server order)."""
+    """node_rank of the server with this address (server_id, host_ip or container_ip): its position in
+    the table's server list."""
     if isinstance(table, (str, bytes)):
         table = json.loads(table)
     for i, s in enumerate(table.get("server_list", [])):
-        if str(host_ip) in (s.get("server_id"), s.get("host_ip")):
+        if str(host_ip) in (s.get("server_id"), s.get("host_ip"), s.get("container_ip")):
             return i
     raise RankTableError(f"host {host_ip} is not a server of the rank table")
+
+
+def rank_table_super_device_ids(devices, chips):
+    """``devices`` (device_id, address, ...) with each one's ``super_device_id`` from ``chips`` (npu_info's
+    chips read with spod_info: the device index is the chip's position, NPU by NPU, chip by chip, as
+    ``hccn_tool -i 0..15`` numbers them on A3). A chip without an SDID, or a device without a chip, is an
+    error naming the NPU."""
+    chips = list(chips or [])
+    out = []
+    for dev in devices or []:
+        index = _device_index(dev.get("device_id"), "super_device_id")
+        if index >= len(chips):
+            raise RankTableError(f"NPU {index}: npu-smi lists {len(chips)} chips, none for this device")
+        sdid = chips[index].get("super_device_id")
+        if sdid in (None, ""):
+            raise RankTableError(f"NPU {index} (npu {chips[index].get('npu_id')} chip {chips[index].get('chip_id')}): "
+                                 "no SDID read (npu_info spod_info=true reads npu-smi info -t spod-info)")
+        out.append(dict(dev, super_device_id=str(sdid)))
+    return out
 
 
 class FilterModule:
     """HCCL rank table filters."""
 
     def filters(self):
-        return {"rank_table": rank_table, "rank_table_check": rank_table_check,
-                "rank_table_node_rank": rank_table_node_rank}
+        return {"rank_table": rank_table, "rank_table_check": rank_table_check, "rank_table_read": read_rank_table,
+                "rank_table_node_rank": rank_table_node_rank,
+                "rank_table_super_device_ids": rank_table_super_device_ids}

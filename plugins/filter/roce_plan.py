@@ -5,6 +5,9 @@
 from __future__ import annotations
 
 import ipaddress
+from collections import OrderedDict
+
+from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import merge_hccn_conf
 
 SINGLE_SUBNET_MODELS = ("910b",)
 
@@ -207,8 +210,29 @@ def roce_problems(info, plan, host, expected_speed_mbps=0):
     return problems
 
 
+def roce_hccn_conf(text, plan, send_arp_status=1):
+    """``/etc/hccn.conf`` with this node's planned devices merged in (module_utils
+    ``merge_hccn_conf``): per device ``address``, ``netmask``, ``netdetect`` and ``gateway`` (when
+    planned), ``send_arp_status`` and ``tls_enable`` (0/1, as real 8-NPU nodes carry it); every
+    other line the site has stays."""
+    devices = OrderedDict()
+    for entry in plan or []:
+        try:
+            idx = int(entry["device_id"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"roce_hccn_conf: plan entry without a device_id: {entry!r}") from None
+        keys = OrderedDict([("address", entry["address"]), ("netmask", entry["netmask"])])
+        for key in ("netdetect", "gateway"):
+            if entry.get(key):
+                keys[key] = entry[key]
+        keys["send_arp_status"] = int(send_arp_status)
+        keys["tls_enable"] = 1 if entry.get("tls") else 0
+        devices[idx] = keys
+    return merge_hccn_conf(text or "", devices)
+
+
 class FilterModule:
     """Device-NIC IP plan."""
 
     def filters(self):
-        return {"roce_plan": roce_plan, "roce_problems": roce_problems}
+        return {"roce_plan": roce_plan, "roce_problems": roce_problems, "roce_hccn_conf": roce_hccn_conf}

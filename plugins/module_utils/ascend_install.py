@@ -9,7 +9,8 @@ Paths (``P`` = install path, default ``/usr/local/Ascend``):
 * toolkit: ``P/ascend-toolkit/latest/<arch>-linux/ascend_toolkit_install.info`` (``version=``);
   ``latest`` is a link (into ``P/cann-<ver>`` from CANN 9): it is resolved, never hard-coded
 * kernels: ``P/ascend-toolkit/latest/opp_kernel/version.info`` (``Version=``)
-* docker_runtime: ``P/Ascend-Docker-Runtime/version.info`` (``Version=``)
+* docker_runtime: ``P/Ascend-Docker-Runtime/ascend_docker_runtime_install.info`` (``version=v6.0.0``,
+  with a ``v`` prefix; the vendor's run_main.sh ``save_install_args``); there is no ``version.info``
 
 Driver and firmware installed under another path are found through the
 ``Driver_Install_Path_Param``/``Firmware_Install_Path_Param`` keys of ``/etc/ascend_install.info``.
@@ -17,7 +18,6 @@ Driver and firmware installed under another path are found through the
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import os
 import platform
@@ -31,8 +31,6 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_formats i
 
 DEFAULT_INSTALL_PATH = "/usr/local/Ascend"
 DEFAULT_INSTALL_INFO = "/etc/ascend_install.info"
-# environment for every vendor tool whose output is parsed
-RUN_ENV = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 
 _INFO_PATH_KEYS = {
     "driver": "Driver_Install_Path_Param",
@@ -72,7 +70,7 @@ def record_file(kind, install_path, arch=None):
     if kind in ("driver", "firmware"):
         return os.path.join(install_path, kind, "version.info")
     if kind == "docker_runtime":
-        return os.path.join(install_path, "Ascend-Docker-Runtime", "version.info")
+        return os.path.join(install_path, "Ascend-Docker-Runtime", "ascend_docker_runtime_install.info")
     link, latest = toolkit_latest(install_path)
     base = latest or link
     if kind == "kernels":
@@ -118,28 +116,3 @@ def read_installed(kind, install_path=DEFAULT_INSTALL_PATH, install_info=None, a
             result["path"] = toolkit_latest(base)[1]
         break
     return result
-
-
-@contextlib.contextmanager
-def stdin_from_devnull():
-    """Point this process's stdin (fd 0) at /dev/null while commands run.
-
-    ``AnsibleModule.run_command`` lets a child inherit stdin unless data is sent; installers
-    that ask a question must read EOF at once instead of waiting on whatever fd 0 is.
-    """
-    try:
-        saved = os.dup(0)
-    except OSError:
-        saved = None
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    try:
-        if devnull != 0:
-            os.dup2(devnull, 0)
-        yield
-    finally:
-        if saved is not None:
-            os.dup2(saved, 0)
-            os.close(saved)
-        elif devnull != 0:
-            os.close(0)
-        os.close(devnull)

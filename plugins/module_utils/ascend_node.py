@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version import versions_equal
 from ansible_collections.ascendops.cluster.plugins.module_utils.npu_smi import (
+    NpuSmiFormatError,
     parse_npu_smi_error,
     parse_npu_smi_info,
+    parse_npu_smi_spod_info,
 )
 from ansible_collections.ascendops.cluster.plugins.module_utils.upgrade_tool import (
     firmware_status,
@@ -58,6 +60,24 @@ def query_npu_smi(run, path):
     state.update(available=True, version=parsed["npu_smi_version"], driver_version=parsed["driver_version"],
                  npus=parsed["npus"], chips=parsed["chips"])
     return state
+
+
+def query_spod_info(run, path, chips):
+    """``npu-smi info -t spod-info -i <npu_id> -c <chip_id>`` for every chip of ``chips`` (Atlas A3):
+    (``[{npu_id, chip_id, super_device_id, super_pod_id, super_pod_size, server_index}]``, error).
+    The first chip that cannot be read ends the query with an error naming the command."""
+    out = []
+    for chip in chips:
+        cmd = [path, "info", "-t", "spod-info", "-i", str(chip.get("npu_id")), "-c", str(chip.get("chip_id") or 0)]
+        rc, stdout, stderr = run(cmd)
+        try:
+            if rc != 0:
+                raise NpuSmiFormatError(last_line(stderr, stdout) or "no output")
+            info = parse_npu_smi_spod_info(stdout)
+        except NpuSmiFormatError as exc:
+            return out, f"{' '.join(cmd[1:])} (rc={rc}): {exc}"
+        out.append(dict(info, npu_id=chip.get("npu_id"), chip_id=chip.get("chip_id") or 0))
+    return out, None
 
 
 def query_firmware(run, tool):

@@ -314,3 +314,24 @@ class CannQuery:
                                                 kernels["version"] if (kernels_package or kernels_version) else None,
                                                 self.driver_version, required)
         return result
+
+
+class CannInfo:
+    """One cann_info module run: the CANN query with the shared vendor-command runner."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def run(self):
+        # imported here: ascend_install reads the CANN records through this module
+        from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_install import (
+            machine_arch,
+            read_installed,
+        )
+        from ansible_collections.ascendops.cluster.plugins.module_utils.vendor_command import vendor_runner
+
+        p = self.module.params
+        driver = p["driver_version"] or read_installed("driver", p["install_path"])["version"]
+        query = CannQuery(vendor_runner(self.module), p["install_path"], p["arch"] or machine_arch(), driver)
+        result = query.gather(p["toolkit_package"], p["kernels_package"], p["toolkit_version"], p["kernels_version"])
+        self.module.exit_json(changed=False, **result)

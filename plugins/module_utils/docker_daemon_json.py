@@ -13,6 +13,11 @@ The file belongs to the site as much as to us: other keys (a site's ``insecure-r
 
 Whether the file changes is decided on the parsed content, not on its text: a file that says the
 same with other spacing or key order is not rewritten (and the engine is not restarted for it).
+
+What a change needs: dockerd applies some keys on a reload (SIGHUP, ``systemctl reload docker``;
+the list is dockerd's "configuration reload behavior"), among them ``live-restore``; any other key
+needs an engine restart. ``restart_required`` says which. With ``live-restore`` on (loaded by a
+reload first), a restart leaves running containers running.
 """
 
 from __future__ import annotations
@@ -22,6 +27,17 @@ import json
 import os
 
 DEFAULT_PATH = "/etc/docker/daemon.json"
+# the mode the Ascend Docker Runtime installer leaves the file with (run_main.sh: chmod 600)
+DEFAULT_MODE = "0600"
+# keys dockerd applies on a reload, without a restart (docs: dockerd, configuration reload behavior)
+RELOADABLE_KEYS = frozenset((
+    "debug", "labels", "live-restore", "max-concurrent-downloads", "max-concurrent-uploads",
+    "max-download-attempts", "default-runtime", "runtimes", "authorization-plugins", "insecure-registries",
+    "registry-mirrors", "shutdown-timeout", "features", "builder",
+))
+
+
+_MISSING = object()
 
 
 class DaemonJsonError(Exception):
@@ -90,6 +106,17 @@ class DaemonJson:
     def changed(self):
         return self.desired is not None and (not self.exists or self.desired != self.current)
 
+    def changed_keys(self):
+        """Top-level keys whose value the merge changes (added, changed or removed), sorted."""
+        if self.desired is None:
+            return []
+        keys = set(self.current) | set(self.desired)
+        return sorted(k for k in keys if self.current.get(k, _MISSING) != self.desired.get(k, _MISSING))
+
+    def restart_required(self):
+        """Whether the change needs an engine restart (a key a reload does not apply)."""
+        return any(k not in RELOADABLE_KEYS for k in self.changed_keys())
+
     def diff(self):
         """Before/after texts for Ansible's diff (the file's own text before, the rendered one after)."""
         before = self.text if self.text is not None else ""
@@ -121,10 +148,16 @@ class DaemonJsonTask:
             changed = daemon.plan(p["settings"])
         except DaemonJsonError as exc:
             module.fail_json(msg=f"{exc} (docker_daemon_json left the file unchanged)", path=path)
-        result = dict(changed=changed, config=daemon.desired, path=path)
+        result = dict(changed=changed, config=daemon.desired, path=path, changed_keys=daemon.changed_keys(),
+                      restart_required=daemon.restart_required())
         if module._diff:
             result["diff"] = daemon.diff()
+        # the file's mode: the site's (p["mode"]) or, for a new file, the vendor's 0600
+        mode = p["mode"] if p["mode"] is not None else (None if daemon.exists else DEFAULT_MODE)
         if not changed or module.check_mode:
+            if daemon.exists and mode is not None:
+                file_args = module.load_file_common_arguments(dict(path=path, mode=mode))
+                result["changed"] = module.set_fs_attributes_if_different(file_args, changed)
             module.exit_json(**result)
 
         directory = os.path.dirname(path)
@@ -132,8 +165,10 @@ class DaemonJsonTask:
             os.makedirs(directory, mode=0o755)
         if p["backup"] and daemon.exists:
             result["backup_file"] = module.backup_local(path)
+        if mode is None:
+            mode = "0%o" % (os.stat(path).st_mode & 0o7777)
         tmp = daemon.write()
         module.atomic_move(tmp, path)
-        file_args = module.load_file_common_arguments(dict(path=path, mode=p["mode"]))
+        file_args = module.load_file_common_arguments(dict(path=path, mode=mode))
         module.set_fs_attributes_if_different(file_args, True)
         module.exit_json(**result)

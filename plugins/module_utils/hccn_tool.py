@@ -28,11 +28,18 @@ import time
 from collections import OrderedDict
 
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_formats import parse_key_value
+from ansible_collections.ascendops.cluster.plugins.module_utils.vendor_command import vendor_runner
 
 DEFAULT_HCCN_TOOL = "/usr/local/Ascend/driver/tools/hccn_tool"
 HCCN_SUCCESS = "Cmd executed successfully!"
 HCCN_BUSY = "hccn_tool is busy, please try again"
 FIELDS = ("address", "netmask", "gateway", "netdetect", "tls")
+# RDMA QoS of the port: the DSCP of the job's RDMA traffic mapped to the traffic class of its
+# priority (-dscp_to_tc, the class read from -prio_tc), PFC on that priority (-pfc), port MTU (-mtu)
+QOS_FIELDS = ("rdma_dscp", "rdma_priority", "mtu")
+# `-tls -g` on a device without preset certificates (the tool's UDA_PARAM_TLS_NO_CERT_ERR message,
+# "No certificate found, please set certs firstly!"): TLS is off there, not an error
+NO_CERTIFICATE = "no certificate found"
 
 
 class HccnError(Exception):
@@ -57,6 +64,11 @@ _RE = {
     "gateway": re.compile(r"^\s*default gateway\s*:\s*([^,\s]*)\s*(?:,\s*Iface\s*:\s*(\S+))?\s*$", re.I),
     "speed": re.compile(r"^\s*Speed\s*:\s*(\d+)\s*([KMGT]?b/s)?\s*$", re.I),
     "tls": re.compile(r"^\s*dev_id\s*:\s*(\d+)\s*,\s*tls switch\[(\d)\]", re.I),
+    "dscp_tc": re.compile(
+        r"^\s*(?:dscp\s*[:=\[]?\s*)?(\d{1,2})\]?\s*[,:\s]\s*(?:tc\s*[:=\[]?\s*)?(\d)\]?\s*$", re.I),
+    "prio_tc": re.compile(r"^.*?\b(?:map|prio_tc)\b\s*[:=]?\s*(\d(?:\s*,\s*\d){7})\s*$", re.I),
+    "pfc": re.compile(r"^.*?\bpfc\b[^0-9]*([01](?:\s*,\s*[01]){7})\s*$", re.I),
+    "mtu": re.compile(r"^\s*mtu\s*[:=]?\s*(\d+)\s*$", re.I),
     "ping": re.compile(
         r"^\s*(\d+)\s+packets?\s+transmitted,\s*(\d+)\s+(?:packets?\s+)?received,\s*([\d.]+)%\s+packet loss",
         re.I),
@@ -125,9 +137,41 @@ def parse_speed(text):
 
 
 def parse_tls(text):
-    """``-tls -g`` -> ``{"dev_id": int, "enabled": bool}``."""
+    """``-tls -g`` -> ``{"dev_id": int|None, "enabled": bool, "certificates": bool}``.
+
+    ``No certificate found, please set certs firstly!`` (a device without preset certificates)
+    means TLS off, not an error."""
+    if NO_CERTIFICATE in (text or "").lower():
+        return {"dev_id": None, "enabled": False, "certificates": False}
     m = _find(text, "tls", "-tls -g")
-    return {"dev_id": int(m.group(1)), "enabled": m.group(2) == "1"}
+    return {"dev_id": int(m.group(1)), "enabled": m.group(2) == "1", "certificates": True}
+
+
+def parse_dscp_to_tc(text, dscp):
+    """``-dscp_to_tc -g [dscp D]`` -> the traffic class DSCP ``dscp`` maps to. Accepts
+    ``dscp:33 tc:2``, ``dscp 33 tc 2`` and ``33 2`` lines (one per DSCP), skipping a header."""
+    lines = _lines(text)
+    for line in lines:
+        m = _RE["dscp_tc"].match(line)
+        if m and int(m.group(1)) == int(dscp):
+            return int(m.group(2))
+    shown = lines[0] if lines else "(no output)"
+    raise HccnParseError(f"hccn_tool -dscp_to_tc -g: no line for dscp {dscp} (first line {shown!r})")
+
+
+def parse_prio_tc(text):
+    """``-prio_tc -g`` -> the traffic class of each priority 0..7 (``... map 0,0,1,1,2,2,3,3``)."""
+    return [int(v) for v in _find(text, "prio_tc", "-prio_tc -g").group(1).split(",")]
+
+
+def parse_pfc(text):
+    """``-pfc -g`` -> PFC on (1) or off (0) per priority 0..7 (``pfc ... 0,0,0,0,1,0,0,0``)."""
+    return [int(v) for v in _find(text, "pfc", "-pfc -g").group(1).split(",")]
+
+
+def parse_mtu(text):
+    """``-mtu -g`` -> the port MTU (``mtu:9000``)."""
+    return int(_find(text, "mtu", "-mtu -g").group(1))
 
 
 def parse_ping(text):
@@ -167,6 +211,33 @@ def render_hccn_conf(devices):
     return "".join(lines)
 
 
+def merge_hccn_conf(text, devices):
+    """``/etc/hccn.conf`` text with ``devices`` (``{index: {key: value}}``) merged in: every line
+    the site has stays where it is (comments, other keys such as ``bitmap_N`` or ``dscp_tc``
+    lines), a managed key's value is replaced in place, and keys the file lacks are appended,
+    device by device. ``parse_hccn_conf`` of the result holds every wanted value."""
+    wanted = {(key, int(idx)): "" if value is None else str(value)
+              for idx, keys in devices.items() for key, value in keys.items()}
+    seen = set()
+    out = []
+    for line in (text or "").splitlines():
+        key, eq, _value = line.partition("=")
+        m = _HCCN_CONF_RE.match(key.strip()) if eq and not line.lstrip().startswith("#") else None
+        if m and (m.group(1), int(m.group(2))) in wanted:
+            ident = (m.group(1), int(m.group(2)))
+            if ident in seen:
+                continue  # a duplicate of a managed key: the first one holds the value
+            seen.add(ident)
+            out.append(f"{key.strip()}={wanted[ident]}")
+        else:
+            out.append(line)
+    for idx in sorted(devices, key=int):
+        for key in devices[idx]:
+            if (key, int(idx)) not in seen:
+                out.append(f"{key}_{int(idx)}={wanted[(key, int(idx))]}")
+    return "\n".join(out) + "\n" if out else ""
+
+
 # --------------------------------------------------------------------------------------------
 # The tool
 # --------------------------------------------------------------------------------------------
@@ -186,7 +257,9 @@ class HccnTool:
         self.delay = delay
         self.sleep = sleep
 
-    def run(self, device, *args):
+    def run(self, device, *args, accept=None):
+        """The tool's stdout. ``accept``: a text (lower case) whose presence in the answer is a
+        valid answer whatever the exit code (``-tls -g``: no certificate found)."""
         argv = [self.path, "-i", str(device)] + [str(a) for a in args]
         for attempt in range(self.retries + 1):
             rc, out, err = self.run_command(argv)
@@ -196,6 +269,8 @@ class HccnTool:
                     self.sleep(self.delay)
                     continue
                 raise HccnError("{}: still busy after {} retries: {}".format(" ".join(argv[1:]), self.retries, text))
+            if accept and accept in text.lower():
+                return text
             if rc != 0:
                 raise HccnError("{} failed (rc={}): {}".format(" ".join(argv[1:]), rc, text or "no output"))
             return out
@@ -212,8 +287,19 @@ class HccnTool:
         conf = parse_ip(self.run(device, "-ip", "-g"))
         conf["gateway"] = parse_gateway(self.run(device, "-gateway", "-g"))["gateway"]
         conf["netdetect"] = parse_netdetect(self.run(device, "-netdetect", "-g"))
-        conf["tls"] = parse_tls(self.run(device, "-tls", "-g"))["enabled"]
+        conf["tls"] = parse_tls(self.run(device, "-tls", "-g", accept=NO_CERTIFICATE))["enabled"]
         return conf
+
+    def read_qos(self, device, dscp, priority):
+        """The port's RDMA QoS as it bears on (dscp, priority): the class DSCP ``dscp`` maps to,
+        the class of ``priority``, PFC per priority and the port MTU."""
+        prio_tc = parse_prio_tc(self.run(device, "-prio_tc", "-g"))
+        return {
+            "dscp_tc": parse_dscp_to_tc(self.run(device, "-dscp_to_tc", "-g", "dscp", dscp), dscp),
+            "priority_tc": prio_tc[priority],
+            "pfc": parse_pfc(self.run(device, "-pfc", "-g")),
+            "mtu": parse_mtu(self.run(device, "-mtu", "-g")),
+        }
 
     def status(self, device):
         """Link, net health, speed and addresses of one device."""
@@ -259,12 +345,68 @@ class HccnDevice:
                 raise HccnError("netmask {} is not a contiguous netmask".format(out["netmask"])) from None
         return out
 
+    @staticmethod
+    def _normalise_qos(want):
+        qos = {k: want.get(k) for k in QOS_FIELDS if want.get(k) is not None}
+        if ("rdma_dscp" in qos) != ("rdma_priority" in qos):
+            raise HccnError("rdma_dscp and rdma_priority must be given together (the DSCP maps to the priority's "
+                            "traffic class)")
+        if "rdma_dscp" in qos and not 0 <= int(qos["rdma_dscp"]) <= 63:
+            raise HccnError(f"rdma_dscp {qos['rdma_dscp']} is not a DSCP (0-63)")
+        if "rdma_priority" in qos and not 0 <= int(qos["rdma_priority"]) <= 7:
+            raise HccnError(f"rdma_priority {qos['rdma_priority']} is not a priority (0-7)")
+        if "mtu" in qos and not 68 <= int(qos["mtu"]) <= 9702:
+            raise HccnError(f"mtu {qos['mtu']} is out of the port's range (68-9702)")
+        return {k: int(v) for k, v in qos.items()}
+
+    def _read_qos(self, qos):
+        if not qos:
+            return {}
+        if "rdma_dscp" in qos:
+            raw = self.tool.read_qos(self.device, qos["rdma_dscp"], qos["rdma_priority"])
+            state = {"rdma_dscp_tc": raw["dscp_tc"], "rdma_priority_tc": raw["priority_tc"],
+                     "pfc": raw["pfc"], "mtu": raw["mtu"]}
+        else:
+            state = {"mtu": parse_mtu(self.tool.run(self.device, "-mtu", "-g"))}
+        return state
+
+    @staticmethod
+    def _qos_commands(qos, before):
+        """Set commands for what differs: DSCP -> the priority's class, PFC on the priority, MTU."""
+        commands = []
+        if "rdma_dscp" in qos:
+            if before["rdma_dscp_tc"] != before["rdma_priority_tc"]:
+                commands.append(["-dscp_to_tc", "-s", "dscp", str(qos["rdma_dscp"]), "tc",
+                                 str(before["rdma_priority_tc"])])
+            if before["pfc"][qos["rdma_priority"]] != 1:
+                pfc = list(before["pfc"])
+                pfc[qos["rdma_priority"]] = 1
+                commands.append(["-pfc", "-s", "priority", ",".join(str(b) for b in pfc)])
+        if "mtu" in qos and before["mtu"] != qos["mtu"]:
+            commands.append(["-mtu", "-s", "size", str(qos["mtu"])])
+        return commands
+
+    @staticmethod
+    def _qos_after(qos, before):
+        """The QoS keys of the state the settings lead to (none when no QoS is managed)."""
+        after = {k: before[k] for k in QOS_STATE if k in before}
+        if "rdma_dscp" in qos:
+            after["rdma_dscp_tc"] = before["rdma_priority_tc"]
+            after["pfc"] = list(before["pfc"])
+            after["pfc"][qos["rdma_priority"]] = 1
+        if "mtu" in qos:
+            after["mtu"] = qos["mtu"]
+        return after
+
     def apply(self, want, check_mode=False):
         """-> dict(changed, before, after, commands)."""
         wanted = self._normalise(want)
+        qos = self._normalise_qos(want)
         before = self.tool.read_config(self.device)
+        before.update(self._read_qos(qos))
         after = dict(before)
         after.update(wanted)
+        after.update(self._qos_after(qos, before))
         commands = []
         if "address" in wanted and (before["address"], before["netmask"]) != (after["address"], after["netmask"]):
             commands.append(["-ip", "-s", "address", after["address"], "netmask", after["netmask"]])
@@ -274,22 +416,35 @@ class HccnDevice:
             commands.append(["-netdetect", "-s", "address", after["netdetect"]])
         if "tls" in wanted and before["tls"] != after["tls"]:
             commands.append(["-tls", "-s", "enable", "1" if after["tls"] else "0"])
+        commands += self._qos_commands(qos, before)
         if commands and not check_mode:
+            expected = dict(after)
             for args in commands:
                 self.tool.set(self.device, *args)
             after = self.tool.read_config(self.device)
-            if any(after[key] != value for key, value in wanted.items()):
-                raise HccnError(f"device {self.device}: read back {after} after setting {wanted}")
+            after.update(self._read_qos(qos))
+            check = list(wanted) + [k for k in QOS_STATE if k in expected]
+            wrong = {k: after.get(k) for k in check if after.get(k) != expected[k]}
+            if wrong:
+                raise HccnError(f"device {self.device}: read back {wrong} after setting "
+                                f"{ {k: expected[k] for k in wrong} }")
         return {"changed": bool(commands), "before": before, "after": after, "commands": commands}
+
+
+QOS_STATE = ("rdma_dscp_tc", "rdma_priority_tc", "pfc", "mtu")
 
 
 def diff_text(device, state):
     """One ``key: value`` line per field, for Ansible's before/after diff."""
     lines = []
-    for key in FIELDS:
+    for key in FIELDS + QOS_STATE:
+        if key not in state and key not in FIELDS:
+            continue
         value = state.get(key)
         if key == "tls":
             value = "enabled" if value else "disabled"
+        elif key == "pfc":
+            value = ",".join(str(b) for b in value)
         lines.append("{}: {}".format(key, "" if value is None else value))
     return "# device {}\n{}\n".format(device, "\n".join(lines))
 
@@ -305,7 +460,7 @@ _DAVINCI_RE = re.compile(r"^davinci(\d+)$")
 
 def _tool(module):
     p = module.params
-    return HccnTool(module.run_command, path=p["hccn_tool"],
+    return HccnTool(vendor_runner(module), path=p["hccn_tool"],
                     retries=p["retries"], delay=p["delay"])
 
 
@@ -320,7 +475,7 @@ def hccn_module(module):
     p = module.params
     _require_tool(module)
     device = p["device"]
-    want = {key: p[key] for key in FIELDS}
+    want = {key: p.get(key) for key in FIELDS + QOS_FIELDS}
     try:
         result = HccnDevice(_tool(module), device).apply(want, check_mode=module.check_mode)
     except HccnError as exc:
@@ -378,3 +533,23 @@ def hccn_info_module(module):
     except HccnError as exc:
         module.fail_json(msg=f"{exc}; {DRIVER_HINT}" if "rc=" in str(exc) else str(exc))
     module.exit_json(changed=False, devices=status, pings=pings)
+
+
+class HccnTask:
+    """plugins/modules/hccn.py: one device NIC to the wanted settings."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def run(self):
+        hccn_module(self.module)
+
+
+class HccnInfoTask:
+    """plugins/modules/hccn_info.py: status of every device NIC, and optional pings."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def run(self):
+        hccn_info_module(self.module)

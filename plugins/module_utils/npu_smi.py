@@ -40,6 +40,8 @@ _NPU_SMI_ERR_RE = re.compile(r"ret\s+is\s+(-?\d+)", re.IGNORECASE)
 _NPU_SMI_VERSION_RE = re.compile(r"npu-smi\s+(\S+)\s+Version:\s*(\S+)", re.IGNORECASE)
 _TOKEN_RE = re.compile(r"\S+\s*/\s*\S+|\S+")
 _INT_RE = re.compile(r"^\d+$")
+_HEALTH_RE = re.compile(r"^[A-Za-z][A-Za-z_-]*$")
+_REDACTED_RE = re.compile(r"^[xX*]+$")
 _EMPTY_VALUES = ("", "-", "NA", "N/A", "--")
 
 # column header (lower case) -> key; "pair" headers hold "used / total"
@@ -190,23 +192,38 @@ def _first_cell_tokens(cells):
     return cells[0].split() if cells else []
 
 
+def _health_word(cells, header_a):
+    """Whether the row's cell under ``Health`` holds a health word (``OK``, ``Warning``, ``Alarm``,
+    ``Critical``, ...): a chip row has its Bus-Id there (``0000:C1:00.0``, or a redaction)."""
+    for i, layout in enumerate(header_a):
+        if any(h.lower() == "health" for _pos, h in layout) and i < len(cells):
+            value = cells[i].split()
+            return (len(value) == 1 and _HEALTH_RE.match(value[0]) is not None
+                    and value[0] not in _EMPTY_VALUES and not _REDACTED_RE.match(value[0]))
+    return False
+
+
 def _fits_npu_row(cells, header_a):
     """An NPU row: as many cells as the header, ``<npu id> <name>`` in the first cell and one
-    value in the Health cell."""
+    value in the Health cell. A name of digits only (``310``) is a name when the Health cell holds
+    a health word, never a chip id."""
     if len(cells) != len(header_a):
         return False
     first = _first_cell_tokens(cells)
     if len(first) != len(header_a[0]) or not first or not _INT_RE.match(first[0]):
         return False
-    if len(first) > 1 and _INT_RE.match(first[1]):
+    if len(first) > 1 and _INT_RE.match(first[1]) and not _health_word(cells, header_a):
         return False
     return len(cells) < 2 or len(cells[1].split()) == 1
 
 
-def _fits_chip_row(cells, header_b):
+def _fits_chip_row(cells, header_b, header_a=None):
     """A chip row: as many cells as the header, only ids (integers, or ``-``) in the first cell,
-    as many as the first cell has headers (``Chip`` [``Phy-ID`` | ``Device``])."""
+    as many as the first cell has headers (``Chip`` [``Phy-ID`` | ``Device``]), and no health
+    word where the NPU row has its Health (an NPU named ``310`` looks like ``<chip> <device>``)."""
     if header_b is None or len(cells) != len(header_b):
+        return False
+    if header_a is not None and _health_word(cells, header_a):
         return False
     first = _first_cell_tokens(cells)
     if len(first) != len(header_b[0]) or not first or not _INT_RE.match(first[0]):
@@ -290,7 +307,7 @@ def parse_npu_smi_info(text):
         cells = _cells(line)
         if not "".join(cells).strip():
             continue
-        if _fits_chip_row(cells, header_b):
+        if _fits_chip_row(cells, header_b, header_a):
             if current is None:
                 raise NpuSmiFormatError(f"npu-smi info: chip row before any NPU row: {line.strip()!r}")
             record = OrderedDict(current)
@@ -419,3 +436,28 @@ def parse_npu_smi_processes(text):
     if layout is None:
         raise ValueError("no npu-smi process table (| NPU Chip | Process id | ...) found")
     return rows
+
+
+_SPOD_RE = re.compile(r"^\s*([A-Za-z][A-Za-z ]*?)\s*:\s*(\S+)\s*$")
+_SPOD_KEYS = {"sdid": "super_device_id", "super pod size": "super_pod_size", "super pod id": "super_pod_id",
+              "server index": "server_index"}
+
+
+def parse_npu_smi_spod_info(text):
+    """``npu-smi info -t spod-info -i <id> -c <chip>`` (Atlas A3) ->
+    ``{"super_device_id", "super_pod_size", "super_pod_id", "server_index"}`` (strings, as printed).
+
+    The lines are ``SDID : 16777216``, ``Super Pod Size : 384``, ``Super Pod ID : 0``,
+    ``Server Index : 4``; ``SDID`` is the super_device_id of the rank table (the HCCL guide). Other
+    ``key : value`` lines are ignored; a missing SDID is an error naming the first line read.
+    """
+    out = {}
+    lines = [ln for ln in (text or "").splitlines() if ln.strip()]
+    for line in lines:
+        m = _SPOD_RE.match(line)
+        if m and m.group(1).strip().lower() in _SPOD_KEYS:
+            out[_SPOD_KEYS[m.group(1).strip().lower()]] = m.group(2)
+    if "super_device_id" not in out or not out["super_device_id"].isdigit():
+        shown = lines[0].strip() if lines else "(no output)"
+        raise NpuSmiFormatError(f"npu-smi info -t spod-info: no SDID line (first line {shown!r})")
+    return out

@@ -3,19 +3,18 @@
 """The vendor ``.run`` packages (makeself archives): their file names, the output of their
 ``--check`` and the verdict on an installer run.
 
-File names (``<arch>``: ``aarch64``, ``x86_64``; also spelt ``x86-64``, ``arm64``, ``amd64``):
+File names: one table, PACKAGE_NAME_TABLE, read by parse_package_filename() and filled by
+package_filename() (``<arch>``: ``aarch64``, ``x86_64``; also spelt ``x86-64``, ``arm64``, ``amd64``).
 
-* driver: ``Ascend-hdk-<chip>-npu-driver_<ver>_linux-<arch>.run`` (``910b``, ``310p``/``310P``),
-  Atlas A3: ``Atlas-A3-hdk-npu-driver_<ver>_linux-<arch>.run``
-* firmware: ``Ascend-hdk-<chip>-npu-firmware_<ver>.run``, ``Atlas-A3-hdk-npu-firmware_<ver>.run``
-* ``Ascend-cann-toolkit_<ver>_linux-<arch>.run``, ``Ascend-cann-kernels-<chip>_<ver>_linux[-<arch>].run``,
-  ``Ascend-docker-runtime_<ver>_linux-<arch>.run``
+Installer flags: INSTALLER_FLAGS says per kind what its installer accepts and what every run
+gets; installer_args() builds a command line from it and refuses any other flag.
 
 Installer verdict: the exit code decides, as in the vendor's own automation. Driver: rc 1 or an
 ``[ERROR]`` line is a failure, anything else a success; firmware: rc 0 and 2 are success; other
 packages: rc 0 without ``[ERROR]`` line. A success line is not required (``--quiet`` runs print
-little or nothing). An unanswered ``[y/n]`` question, or an exit code of the shell itself (126 and
-up, a signal), is always a failure. The wording only adds signal: a reboot hint.
+little or nothing). An unanswered ``[y/n]`` question (nothing after it on its line, or end of input), or an
+exit code of the shell itself (126 and up, a signal), is always a failure; a question the log shows
+answered (``... EULA? [y/N]y``, as newer installers log it) is not. The wording only adds signal: a reboot hint.
 """
 
 from __future__ import annotations
@@ -29,18 +28,51 @@ PACKAGE_KINDS = ("driver", "firmware", "toolkit", "kernels", "docker_runtime")
 PackageName = namedtuple("PackageName", ["kind", "version", "arch", "model"])
 PackageName.__new__.__defaults__ = (None,)
 
-_VER = r"(?P<version>\d[0-9A-Za-z.\-]*?)"
-_ARCH = r"(?P<arch>aarch64|x86_64|x86-64|arm64|amd64)"
-_HDK = r"(?:Ascend-hdk-(?P<model>[0-9a-z]+)-|(?P<a3>Atlas-A3)-hdk-)"
-_PACKAGE_PATTERNS = [
-    ("driver", re.compile(r"^" + _HDK + r"npu-driver_" + _VER + r"_linux-" + _ARCH + r"\.run$", re.I)),
-    ("firmware", re.compile(r"^" + _HDK + r"npu-firmware_" + _VER + r"\.run$", re.I)),
-    ("toolkit", re.compile(r"^Ascend-cann-toolkit_" + _VER + r"_linux-" + _ARCH + r"\.run$", re.I)),
-    ("kernels", re.compile(r"^Ascend-cann-kernels-(?P<model>[0-9a-z]+)_" + _VER + r"_linux(?:-" + _ARCH + r")?\.run$",
-                           re.I)),
-    ("docker_runtime", re.compile(r"^Ascend-docker-runtime_" + _VER + r"_linux-" + _ARCH + r"\.run$", re.I)),
-]
+# One table of the published file names, read in both directions: package_filename() fills a
+# template, parse_package_filename() matches the same template. ``{model}`` is the chip or server
+# model as published (``910b``, ``310P``, ``A3``), ``{version}`` the package version, ``{arch}``
+# the architecture. (kind, layout, template); a layout names one spelling of a kind.
+PACKAGE_NAME_TABLE = (
+    ("driver", "hdk", "Ascend-hdk-{model}-npu-driver_{version}_linux-{arch}.run"),
+    ("driver", "a3", "Atlas-A3-hdk-npu-driver_{version}_linux-{arch}.run"),
+    ("firmware", "hdk", "Ascend-hdk-{model}-npu-firmware_{version}.run"),
+    ("firmware", "a3", "Atlas-A3-hdk-npu-firmware_{version}.run"),
+    ("toolkit", "cann", "Ascend-cann-toolkit_{version}_linux-{arch}.run"),
+    # CANN up to 8.0.RCx: arch-independent kernels
+    ("kernels", "noarch", "Ascend-cann-kernels-{model}_{version}_linux.run"),
+    ("kernels", "cann", "Ascend-cann-kernels-{model}_{version}_linux-{arch}.run"),
+    # Atlas A3 before CANN 8.5
+    ("kernels", "a3", "Atlas-A3-cann-kernels_{version}_linux-{arch}.run"),
+    # CANN 8.5 and later: the operator package (Ascend-cann-910b-ops, Ascend-cann-A3-ops)
+    ("kernels", "ops", "Ascend-cann-{model}-ops_{version}_linux-{arch}.run"),
+    ("docker_runtime", "runtime", "Ascend-docker-runtime_{version}_linux-{arch}.run"),
+)
+# the model a fixed-name layout stands for
+_LAYOUT_MODEL = {"a3": "a3"}
+
+_FIELD_RES = {
+    "model": r"(?P<model>[0-9A-Za-z]+)",
+    "version": r"(?P<version>\d[0-9A-Za-z.\-]*?)",
+    "arch": r"(?P<arch>aarch64|x86_64|x86-64|arm64|amd64)",
+}
 _ARCH_ALIASES = {"arm64": "aarch64", "amd64": "x86_64", "x86-64": "x86_64"}
+
+
+def _template_re(template):
+    parts = re.split(r"(\{\w+\})", template)
+    return re.compile("^" + "".join(_FIELD_RES[p[1:-1]] if p.startswith("{") else re.escape(p)
+                                    for p in parts) + "$", re.I)
+
+
+_PACKAGE_PATTERNS = [(kind, layout, _template_re(template)) for kind, layout, template in PACKAGE_NAME_TABLE]
+
+
+def package_filename(kind, layout, version, arch=None, model=None):
+    """The published file name of one package (the inverse of parse_package_filename)."""
+    for k, lay, template in PACKAGE_NAME_TABLE:
+        if (k, lay) == (kind, layout):
+            return template.format(version=version, arch=arch, model=model)
+    raise ValueError(f"no published file name for a {kind} package in the {layout!r} layout")
 
 
 def parse_package_filename(name):
@@ -51,21 +83,95 @@ def parse_package_filename(name):
     Raises ValueError for other names.
     """
     base = os.path.basename(name or "")
-    for kind, pattern in _PACKAGE_PATTERNS:
+    for kind, layout, pattern in _PACKAGE_PATTERNS:
         m = pattern.match(base)
         if m:
             groups = m.groupdict()
             arch = groups.get("arch")
             if arch:
                 arch = _ARCH_ALIASES.get(arch.lower(), arch.lower())
-            model = "a3" if groups.get("a3") else (groups.get("model") or "").lower() or None
+            model = _LAYOUT_MODEL.get(layout) or (groups.get("model") or "").lower() or None
             return PackageName(kind, m.group("version"), arch, model)
     raise ValueError(
-        f"{base!r} is not a known Ascend package file name (expected e.g. "
-        "Ascend-hdk-910b-npu-driver_<ver>_linux-<arch>.run, Ascend-hdk-910b-npu-firmware_<ver>.run, "
-        "Atlas-A3-hdk-npu-driver_<ver>_linux-<arch>.run, Atlas-A3-hdk-npu-firmware_<ver>.run, "
-        "Ascend-cann-toolkit_<ver>_linux-<arch>.run, Ascend-cann-kernels-910b_<ver>_linux[-<arch>].run, "
-        "Ascend-docker-runtime_<ver>_linux-<arch>.run)")
+        f"{base!r} is not a known Ascend package file name (expected one of: "
+        + ", ".join(t for _k, _l, t in PACKAGE_NAME_TABLE) + ")")
+
+
+# --------------------------------------------------------------------------------------------
+# installer flags, per package kind
+# --------------------------------------------------------------------------------------------
+
+# The options every makeself header of the HDK and CANN packages takes (makeself's own).
+_MAKESELF_FLAGS = ("--quiet", "--nox11", "--check", "--info", "--list", "--tar", "--noexec", "--extract",
+                   "--keep", "--target", "--noprogress", "--nochown", "--nodiskspace")
+_USER_FLAGS = ("--install-username", "--install-usergroup", "--install-for-all")
+
+InstallerFlags = namedtuple("InstallerFlags", ["fresh", "upgrade", "always", "accepted"])
+
+# What each kind's installer accepts (its header and its own help), and what every run gets.
+# The Ascend Docker Runtime's header is the vendor's own: only --quiet --check --info --list --tar
+# --noexec --extract of makeself's options, plus its help's --install --install-path= --install-scene=
+# --uninstall --upgrade (and --install-type= --ce= of older helps); --nox11 is a usage error (rc 1).
+# The firmware installer takes no user flags (only --full / --upgrade and the path).
+INSTALLER_FLAGS = {
+    "driver": InstallerFlags("--full", "--upgrade", ("--quiet", "--nox11"),
+                             _MAKESELF_FLAGS + ("--full", "--upgrade", "--uninstall", "--install-path")
+                             + _USER_FLAGS),
+    "firmware": InstallerFlags("--full", "--upgrade", ("--quiet", "--nox11"),
+                               _MAKESELF_FLAGS + ("--full", "--upgrade", "--install-path")),
+    "toolkit": InstallerFlags("--install", "--upgrade", ("--quiet", "--nox11"),
+                              _MAKESELF_FLAGS + ("--install", "--upgrade", "--uninstall", "--install-path")
+                              + _USER_FLAGS),
+    "kernels": InstallerFlags("--install", "--upgrade", ("--quiet", "--nox11"),
+                              _MAKESELF_FLAGS + ("--install", "--upgrade", "--uninstall", "--install-path")
+                              + _USER_FLAGS),
+    "docker_runtime": InstallerFlags("--install", "--upgrade", ("--quiet",),
+                                     ("--quiet", "--check", "--info", "--list", "--tar", "--noexec", "--extract",
+                                      "--install", "--install-path", "--install-scene", "--uninstall",
+                                      "--upgrade", "--install-type", "--ce")),
+}
+
+
+class InstallerFlagError(ValueError):
+    """An argument the kind's installer does not accept."""
+
+
+def accepts(kind, flag):
+    """Whether the ``kind`` installer accepts ``flag`` (``--name`` or ``--name=value``)."""
+    return flag.split("=", 1)[0] in INSTALLER_FLAGS[kind].accepted
+
+
+def refused_flags(kind, args):
+    """The arguments of ``args`` that the ``kind`` installer would reject."""
+    return [a for a in args if not accepts(kind, a)]
+
+
+def installer_args(kind, action, install_path=None, username=None, usergroup=None, for_all=False,
+                   scene=None, extra_args=()):
+    """The installer's arguments for ``action`` (``install``: a fresh install; anything else: an
+    upgrade), only from the flags the kind accepts. ``install_path`` None means the vendor default.
+    User flags and ``--install-for-all`` go to fresh installs only (the installers refuse them with
+    ``--upgrade``); ``for_all`` is dropped for a kind that takes no such flag. Raises
+    InstallerFlagError naming the flag when the kind's installer would reject one."""
+    flags = INSTALLER_FLAGS[kind]
+    args = [flags.fresh if action == "install" else flags.upgrade]
+    if install_path:
+        args.append(f"--install-path={install_path}")
+    if action == "install":
+        if username:
+            args += [f"--install-username={username}", f"--install-usergroup={usergroup}"]
+        if for_all and accepts(kind, "--install-for-all"):
+            args.append("--install-for-all")
+    if scene:
+        args.append(f"--install-scene={scene}")
+    args += list(extra_args or ())
+    args += list(flags.always)
+    bad = refused_flags(kind, args)
+    if bad:
+        raise InstallerFlagError(
+            f"the {kind} installer does not accept {', '.join(bad)} (it takes "
+            + ", ".join(flags.accepted) + ")")
+    return args
 
 
 # --------------------------------------------------------------------------------------------
@@ -91,8 +197,12 @@ _NEGATED_RE = re.compile(r"\b(?:do not|don't|never)\b", re.IGNORECASE)
 _IMMEDIATE_RE = re.compile(r"takes? effect immediately", re.IGNORECASE)
 _ERROR_RE = re.compile(r"\[ERROR\]", re.IGNORECASE)
 _LOG_PATH_RE = re.compile(r"((?:/|\bvar/)[\w./-]*?\.log)\b")
-PROMPT_REGEX = r"\[[yY]/[nN]\]|\([yY]/[nN]\)|\[yes/no\]"
-_PROMPT_RE = re.compile(PROMPT_REGEX)
+_PROMPT = r"\[[yY]/[nN]\]|\([yY]/[nN]\)|\[yes/no\]"
+_PROMPT_RE = re.compile(_PROMPT)
+# For run_command (compiled with re.MULTILINE): a question with no answer after it on its line
+PROMPT_REGEX = r"(?:" + _PROMPT + r")[ \t]*$"
+_ANSWER_RE = re.compile(r"^\s*(?:y|yes|n|no)\b", re.IGNORECASE)
+_EOF_RE = re.compile(r"\bEOF\b|end of (?:input|file)", re.IGNORECASE)
 # rc the shell itself gives (cannot execute, not found, killed) or run_command's 257 for a prompt
 _SHELL_RC = 126
 
@@ -121,6 +231,22 @@ def _error_text(line):
     return line.strip()
 
 
+def _prompts(lines):
+    """(the last unanswered question or None, the answered ones). A question is answered when its
+    line carries the answer after it (``[y/N]y``); one with nothing after it, or followed by an
+    end-of-input message, was left unanswered."""
+    unanswered, answered = None, []
+    for i, ln in enumerate(lines):
+        for m in _PROMPT_RE.finditer(ln):
+            rest = ln[m.end():]
+            nxt = lines[i + 1] if i + 1 < len(lines) else ""
+            if _ANSWER_RE.match(rest) and not _EOF_RE.search(rest) and not _EOF_RE.search(nxt):
+                answered.append(ln.strip())
+            else:
+                unanswered = ln[:m.end()].strip()
+    return unanswered, answered
+
+
 def _rc_ok(kind, rc):
     if rc is None or rc < 0 or rc >= _SHELL_RC:
         return False
@@ -142,17 +268,14 @@ def classify_installer_output(kind, rc, stdout, stderr=""):
       driver installation ...``) and does not say the change ``takes effect immediately``
     * ``immediate``: the output says the new version takes effect immediately
     * ``prompt``: the installer stopped at an interactive ``[y/n]`` question (the line), else None
+    * ``answered_prompts``: questions the output shows answered (``[y/N]y``): not a failure
     """
     text = "\n".join(t for t in (stdout or "", stderr or "") if t)
     lines = [ln.rstrip() for ln in text.splitlines()]
     error_lines = [_error_text(ln) for ln in lines if _ERROR_RE.search(ln)]
     success_re = _SUCCESS_RES.get(kind, _GENERIC_SUCCESS_RE)
     success_line = next((ln.strip() for ln in lines if success_re.search(ln)), None)
-    prompt = None
-    for ln in lines:
-        m = _PROMPT_RE.search(ln)
-        if m:
-            prompt = ln[:m.end()].strip()
+    prompt, answered = _prompts(lines)
     reason = None
     if prompt or rc == 257:
         reason = "prompt"
@@ -179,6 +302,7 @@ def classify_installer_output(kind, rc, stdout, stderr=""):
         "reboot_hint": bool(reboot),
         "immediate": bool(immediate and reason is None),
         "prompt": prompt,
+        "answered_prompts": answered,
     }
 
 

@@ -20,15 +20,23 @@ description:
     docker runtime C(--install) on a fresh install, C(--upgrade) otherwise. CANN toolkit and kernels
     versions live side by side: C(--install) when that version is not installed yet (beside the
     others; the installer points C(latest) at it), nothing when it is (C(--upgrade) with O(force)).
-    C(--quiet --nox11) always; the installer's stdin is C(/dev/null) so it can never wait on a
-    question (a C([y/n]) prompt fails the task)."
+    Every kind gets only the flags its installer accepts (one table, C(INSTALLER_FLAGS) in
+    C(module_utils/run_package.py)): C(--quiet --nox11) for the HDK and CANN packages, C(--quiet)
+    alone for the docker runtime (its own header rejects C(--nox11)); a flag the kind does not accept,
+    in O(extra_args) too, fails the task before anything runs. The installer's stdin is
+    C(/dev/null) so it can never wait on a question: an unanswered C([y/n]) prompt fails the task,
+    one the output shows answered (C([y/N]y), as newer installers log an accepted EULA) does not."
   - O(install_username), O(install_usergroup) and O(install_for_all) are only passed on a fresh
-    install of the driver or a CANN / docker runtime package. The vendor installers refuse them with
-    C(--upgrade), which keeps the recorded user; the firmware installer takes none of them (only
-    C(--full) or C(--upgrade)), so they are refused for O(kind=firmware) (O(install_for_all) is ignored).
+    install of the driver or a CANN package. The vendor installers refuse them with
+    C(--upgrade), which keeps the recorded user; the firmware and docker runtime installers take
+    none of them, so the user options are refused there (O(install_for_all) is ignored).
   - "Verdict: the exit code decides, as in the vendor's own automation. Driver: rc 1 or an C([ERROR])
     line fails, any other rc succeeds; firmware: rc 0 and 2 succeed; other packages: rc 0 without
     C([ERROR]) line. A missing success line (C(--quiet) prints little) is not a failure."
+  - "Installed version: from the kind's own install record; the docker runtime's is
+    C(<install_path>/Ascend-Docker-Runtime/ascend_docker_runtime_install.info) (C(version=v6.0.0)),
+    so an unchanged runtime is never installed again (its installer would accept a second
+    C(--install) silently)."
   - "Reboot: after a driver or firmware run the module reads the node's own view, as
     M(ascendops.cluster.npu_info) does (installed versus running driver from C(npu-smi), firmware from
     C(upgrade-tool)), and adds any reboot request in the installer output. A fresh driver install
@@ -97,7 +105,7 @@ options:
     type: bool
     default: false
   extra_args:
-    description: More installer arguments, appended before C(--quiet --nox11).
+    description: More installer arguments, appended before C(--quiet); each must be one the kind's installer accepts.
     type: list
     elements: str
     default: []
@@ -221,143 +229,13 @@ diff:
   sample: {before: "driver version: 23.0.0\n", after: "driver version: 24.1.rc1\n"}
 """
 
-import grp  # noqa: E402
-import os  # noqa: E402
-import pwd  # noqa: E402
-import re  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_formats import (  # noqa: E402
-    get_key,
-    read_key_value_file,
-)
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_install import (  # noqa: E402
     DEFAULT_INSTALL_INFO,
     DEFAULT_INSTALL_PATH,
-    RUN_ENV,
-    machine_arch,
-    read_installed,
-    stdin_from_devnull,
 )
-from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_node import (  # noqa: E402
-    driver_reboot_reason,
-    firmware_reboot_reason,
-    query_firmware,
-    query_npu_smi,
-)
-from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version import (  # noqa: E402
-    compare,
-    versions_equal,
-)
-from ansible_collections.ascendops.cluster.plugins.module_utils.cann_info import package_state  # noqa: E402
-from ansible_collections.ascendops.cluster.plugins.module_utils.run_package import (  # noqa: E402
-    DEFAULT_INSTALL_LOG,
-    PACKAGE_KINDS,
-    PROMPT_REGEX,
-    check_output_ok,
-    classify_installer_output,
-    parse_package_filename,
-)
-
-FRESH_FLAGS = {
-    "driver": "--full",
-    "firmware": "--full",
-    "toolkit": "--install",
-    "kernels": "--install",
-    "docker_runtime": "--install",
-}
-UPGRADE_FLAG = "--upgrade"
-# the user flags and --install-for-all belong to the driver and the CANN packages; the firmware
-# installer takes only --full / --upgrade (and the path and makeself options)
-USER_FLAG_KINDS = ("driver", "toolkit", "kernels", "docker_runtime")
-_REFUSED_FIRMWARE_ARGS = ("--install-username", "--install-usergroup", "--install-for-all")
-NPU_SMI_PATHS = ["/usr/local/bin", "/usr/local/sbin"]
-_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?$")
-_HEX_RE = re.compile(r"^[0-9a-f]{64}$")
-
-
-def _interpreter_prefix(module, path):
-    """How to execute the package: through the interpreter of its #! line (makeself archives are
-    shell scripts), so that neither a missing execute bit nor a noexec mount matters; directly
-    when it has no #! line but is executable."""
-    try:
-        with open(path, "rb") as handle:
-            first = handle.readline(256)
-    except OSError as exc:
-        module.fail_json(msg=f"Cannot read package {path}: {exc}")
-    if first.startswith(b"#!"):
-        parts = first[2:].decode("utf-8", "replace").strip().split()
-        if parts:
-            return parts
-    if os.access(path, os.X_OK):
-        return []
-    module.fail_json(msg=f"Package {path} is not executable and has no #! line; is it a vendor .run file?")
-
-
-def _run(module, cmd, **kwargs):
-    with stdin_from_devnull():
-        return module.run_command(cmd, environ_update=RUN_ENV, **kwargs)
-
-
-def decide(kind, before, target, allow_downgrade, force):
-    """(action, error message or None) for installing ``target`` over ``before``."""
-    if before is None:
-        return "install", None
-    try:
-        order = compare(target, before)
-    except ValueError as exc:
-        if versions_equal(target, before):
-            order = 0
-        elif force:
-            return "reinstall", None
-        else:
-            return "none", (f"Cannot compare the installed {kind} version {before!r} with the package version "
-                            f"{target!r} ({exc}); set force=true to install the package anyway.")
-    if order == 0:
-        return ("reinstall" if force else "none"), None
-    if order > 0:
-        return "upgrade", None
-    if allow_downgrade:
-        return "downgrade", None
-    return "none", (f"Refusing to downgrade {kind} from {before} to {target}; set allow_downgrade=true to do it.")
-
-
-def reboot_need(module, kind, after, verdict):
-    """(reboot_required, reasons) after a successful driver or firmware run: the node's own view
-    (installed version versus what runs, as npu_info sees it) plus a reboot hint in the output."""
-    if kind not in ("driver", "firmware"):
-        return False, []
-
-    def run(cmd):
-        return _run(module, cmd)
-
-    reasons = []
-    if kind == "driver":
-        smi_path = module.get_bin_path("npu-smi", opt_dirs=NPU_SMI_PATHS)
-        smi = query_npu_smi(run, smi_path)
-        if smi_path is None:
-            smi["error"] = "npu-smi not found"
-        reason = driver_reboot_reason(after["version"], smi)
-        if reason is None and not smi["available"]:
-            reason = f"npu-smi does not answer after the driver install ({smi['error']}); reboot to load the driver"
-    else:
-        info = read_key_value_file(module.params["install_info"]) or {}
-        drv = read_installed("driver", os.path.normpath(module.params["install_path"]), info)
-        tool = os.path.join(drv["install_path"], "driver", "tools", "upgrade-tool")
-        components, error = query_firmware(run, tool if os.path.isfile(tool) else None)
-        reason = firmware_reboot_reason(after["version"], components)
-        if reason is None and not components:
-            reason = ("the running firmware cannot be read ({}); a new firmware runs only after a "
-                      "reboot".format(error or "no upgrade-tool"))
-    if reason:
-        reasons.append(reason)
-    if verdict["reboot_hint"]:
-        reasons.append(f"the {kind} installer asks for a reboot")
-    return bool(reasons), reasons
-
-
-def _diff_text(kind, version):
-    return f"{kind} version: {version}\n" if version else ""
+from ansible_collections.ascendops.cluster.plugins.module_utils.package_install import AscendPackageInstall  # noqa: E402
+from ansible_collections.ascendops.cluster.plugins.module_utils.run_package import PACKAGE_KINDS  # noqa: E402
 
 
 def main():
@@ -380,187 +258,7 @@ def main():
         required_together=[["install_username", "install_usergroup"]],
         supports_check_mode=True,
     )
-    p = module.params
-    path = p["path"]
-    name = os.path.basename(path)
-    install_path = os.path.normpath(p["install_path"])
-
-    result = dict(changed=False, kind=p["kind"], version=p["version"], action="none",
-                  version_before=None, version_after=None, reboot_required=False, reboot_reasons=[], checksum=None,
-                  cmd=[], rc=None, stdout="", stderr="", stdout_lines=[], log_path=None)
-
-    # 1. the file. In check mode an earlier task may only have reported that it would stage the
-    # package: then say what would be done, and leave the checksum and archive checks to the real run.
-    staged = os.path.isfile(path)
-    if not staged and not module.check_mode:
-        module.fail_json(msg=f"Package file {path} does not exist on the target (or is not a file).", **result)
-    if not staged:
-        module.warn(f"{path} is not staged yet (check mode): its checksum and archive are verified on the real run.")
-
-    # 2. what it is
-    try:
-        parsed = parse_package_filename(name)
-    except ValueError:
-        parsed = None
-    kind = p["kind"] or (parsed.kind if parsed else None)
-    version = p["version"] or (parsed.version if parsed else None)
-    if parsed and p["kind"] and parsed.kind != p["kind"]:
-        module.fail_json(msg=f"Package {name} is a {parsed.kind} package by its name, not {p['kind']}; "
-                             "check the kind option.", **result)
-    if not kind or not version:
-        module.fail_json(msg=f"Cannot tell the kind and version of {name} from its name; set the kind and version "
-                             "options.", **result)
-    result.update(kind=kind, version=version)
-    arch = parsed.arch if parsed else None
-
-    # 3. option checks
-    for opt in ("install_username", "install_usergroup"):
-        if p[opt] is not None and not _NAME_RE.match(p[opt]):
-            module.fail_json(msg=f"{opt} {p[opt]!r} is not a valid user or group name.", **result)
-    if kind not in USER_FLAG_KINDS:
-        for opt in ("install_username", "install_usergroup"):
-            if p[opt]:
-                module.fail_json(msg=f"{opt} does not apply to the {kind} package: its installer takes no user "
-                                     "flags (the driver's run-time user applies).", **result)
-        bad = [a for a in p["extra_args"] or [] if a.split("=", 1)[0] in _REFUSED_FIRMWARE_ARGS]
-        if bad:
-            module.fail_json(msg=f"extra_args {', '.join(bad)} do not apply to the {kind} package: its installer "
-                                 "takes only --full or --upgrade.", **result)
-    if p["install_scene"] and kind != "docker_runtime":
-        module.fail_json(msg=f"install_scene applies only to kind=docker_runtime (this is {kind}).", **result)
-    expected = None
-    if p["checksum"]:
-        expected = p["checksum"].strip().lower()
-        if expected.startswith("sha256:"):
-            expected = expected[len("sha256:"):]
-        if not _HEX_RE.match(expected):
-            module.fail_json(msg=f"checksum must be a SHA-256 hex digest (64 hex digits), got {p['checksum']!r}.",
-                             **result)
-
-    # 4. integrity, before anything runs
-    if expected and staged:
-        actual = module.digest_from_file(path, "sha256")
-        result["checksum"] = actual
-        if actual != expected:
-            module.fail_json(
-                msg=f"Checksum mismatch for {name}: expected sha256 {expected}, got {actual}. The file is corrupt "
-                    "or not the package the manifest names: re-fetch the package, or fix its checksum in the "
-                    "manifest.",
-                expected_checksum=expected, **result)
-    prefix = _interpreter_prefix(module, path) if staged else []
-    check_cmd = prefix + [path, "--check"]
-    rc, out, err = _run(module, check_cmd) if staged else (0, "", "")
-    if staged and not check_output_ok(rc, out, err):
-        check_text = " ".join((out + "\n" + err).split())
-        module.fail_json(
-            msg=f"Archive check of {name} failed (rc={rc}): {check_text or 'no output'}. Re-fetch the package.",
-            check_cmd=check_cmd, check_rc=rc, check_stdout=out, check_stderr=err, **result)
-
-    # 5. installed version and action
-    install_info = read_key_value_file(p["install_info"]) or {}
-    state = read_installed(kind, install_path, install_info, arch or machine_arch())
-    before = state["version"] if state["installed"] else None
-    if state["installed"] and not before:
-        module.fail_json(msg="{} is installed ({}) but its version cannot be read.".format(kind, state["file"]),
-                         **result)
-    result["version_before"] = before
-    result["version_after"] = before
-    if kind in ("toolkit", "kernels"):
-        # CANN versions live side by side: a version not installed yet installs beside the others
-        # (--install), one already there is left alone (reinstalled with force)
-        before, present = package_state(kind, install_path, version, arch or machine_arch())
-        result["version_before"] = result["version_after"] = before
-        action, refusal = ("reinstall" if p["force"] else "none") if present else "install", None
-    else:
-        action, refusal = decide(kind, before, version, p["allow_downgrade"], p["force"])
-    if refusal:
-        module.fail_json(msg=refusal, **result)
-    result["action"] = action
-
-    if p["install_username"] and action == "install":
-        try:
-            pwd.getpwnam(p["install_username"])
-        except KeyError:
-            module.fail_json(msg=f"install_username {p['install_username']} does not exist on the target: "
-                                 "create it first.", **result)
-        try:
-            grp.getgrnam(p["install_usergroup"])
-        except KeyError:
-            module.fail_json(msg=f"install_usergroup {p['install_usergroup']} does not exist on the target: "
-                                 "create it first.", **result)
-    if action not in ("none", "install") and kind == "driver" and p["install_username"]:
-        recorded = get_key(install_info, "UserName")
-        if recorded and recorded != p["install_username"]:
-            module.warn("The driver upgrade keeps the recorded run-time user {}; install_username={} applies "
-                        "to fresh installs only.".format(recorded, p["install_username"]))
-
-    # "failed" is always set on success: Ansible otherwise fails a result whose rc is not 0
-    # (firmware upgrades exit 2; rc is null when nothing ran)
-    if module._diff:
-        result["diff"] = dict(before=_diff_text(kind, before),
-                              after=_diff_text(kind, before if action == "none" else version))
-    if action == "none":
-        module.exit_json(failed=False, **result)
-
-    # 6. the command
-    cmd = prefix + [path]
-    if action == "install":
-        cmd.append(FRESH_FLAGS[kind])
-    else:
-        cmd.append(UPGRADE_FLAG)
-    if install_path != DEFAULT_INSTALL_PATH:
-        cmd.append(f"--install-path={install_path}")
-    if action == "install":
-        if p["install_username"]:
-            cmd.append("--install-username={}".format(p["install_username"]))
-            cmd.append("--install-usergroup={}".format(p["install_usergroup"]))
-        if p["install_for_all"] and kind in USER_FLAG_KINDS:
-            cmd.append("--install-for-all")
-    if p["install_scene"]:
-        cmd.append("--install-scene={}".format(p["install_scene"]))
-    cmd.extend(p["extra_args"] or [])
-    cmd.extend(["--quiet", "--nox11"])
-    result.update(cmd=cmd, changed=True)
-
-    if module.check_mode:
-        result["version_after"] = version
-        result["reboot_required"] = kind in ("driver", "firmware")
-        if result["reboot_required"]:
-            result["reboot_reasons"] = [f"check mode: the {kind} would be installed and may need a reboot to run"]
-        module.exit_json(failed=False, **result)
-
-    # 7. install
-    rc, out, err = _run(module, cmd, prompt_regex=PROMPT_REGEX)
-    verdict = classify_installer_output(kind, rc, out, err)
-    result.update(rc=rc, stdout=out, stderr=err, stdout_lines=out.splitlines(),
-                  log_path=verdict["log_path"] or DEFAULT_INSTALL_LOG)
-    if not verdict["success"]:
-        if verdict["reason"] == "prompt":
-            why = (f"the installer stopped at an interactive question ({verdict['prompt'] or 'a prompt'}); check its "
-                   "prerequisites (DKMS, kernel headers of the running kernel)")
-            if verdict["error"]:
-                why += f"; {verdict['error']}"
-        elif verdict["error"]:
-            why = verdict["error"]
-        else:
-            lines = [ln.strip() for ln in (out + "\n" + err).splitlines() if ln.strip()]
-            why = lines[-1] if lines else "no output"
-        module.fail_json(
-            msg=f"{kind} installer {name} failed (rc={rc}): {why}. Details in {result['log_path']} on the target.",
-            error=verdict["error"], error_lines=verdict["error_lines"], **result)
-    if verdict["error_lines"]:
-        module.warn(f"{kind} installer {name} succeeded (rc={rc}) but printed: {'; '.join(verdict['error_lines'])}")
-
-    after = read_installed(kind, install_path, read_key_value_file(p["install_info"]) or {},
-                           arch or machine_arch())
-    result["version_after"] = after["version"] if after["installed"] else None
-    result["reboot_required"], result["reboot_reasons"] = reboot_need(module, kind, after, verdict)
-    if not versions_equal(result["version_after"], version):
-        module.warn(f"{kind} installer reported success but the installed version reads "
-                    f"{result['version_after']}, not {version}.")
-    if module._diff:
-        result["diff"]["after"] = _diff_text(kind, result["version_after"])
-    module.exit_json(failed=False, **result)
+    AscendPackageInstall(module).run()
 
 
 if __name__ == "__main__":

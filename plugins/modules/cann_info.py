@@ -108,13 +108,7 @@ compatibility:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_install import (  # noqa: E402
-    RUN_ENV,
-    machine_arch,
-    read_installed,
-    stdin_from_devnull,
-)
-from ansible_collections.ascendops.cluster.plugins.module_utils.cann_info import CannQuery  # noqa: E402
+from ansible_collections.ascendops.cluster.plugins.module_utils.cann_info import CannInfo  # noqa: E402
 
 
 def main():
@@ -130,16 +124,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-
-    def run(argv):
-        with stdin_from_devnull():
-            return module.run_command(argv, environ_update=RUN_ENV)
-
-    driver = p["driver_version"] or read_installed("driver", p["install_path"])["version"]
-    query = CannQuery(run, p["install_path"], p["arch"] or machine_arch(), driver)
-    result = query.gather(p["toolkit_package"], p["kernels_package"], p["toolkit_version"], p["kernels_version"])
-    module.exit_json(changed=False, **result)
+    CannInfo(module).run()
 
 
 if __name__ == "__main__":

@@ -18,6 +18,9 @@ description:
   - The comparison is on the parsed JSON, so a file that says the same with other spacing or key
     order is left untouched (and a handler that restarts the engine is not notified).
   - A file that is not a JSON object is refused and left alone.
+  - "What the change needs: RV(restart_required) is true when a changed key is one dockerd does not
+    apply on a reload (C(systemctl reload docker)); C(live-restore), C(runtimes), C(default-runtime),
+    C(labels), C(registry-mirrors) and the other reloadable keys need only a reload."
 author:
   - ascendops engineering (@ascendops)
 extends_documentation_fragment:
@@ -41,9 +44,10 @@ options:
     type: bool
     default: false
   mode:
-    description: Permissions of the file when written.
+    description:
+      - Permissions of the file. Unset keeps an existing file's mode, and a new file gets C(0600),
+        the mode the Ascend Docker Runtime installer leaves it with.
     type: raw
-    default: "0644"
 seealso:
   - name: dockerd daemon configuration file
     description: The keys daemon.json accepts.
@@ -61,7 +65,13 @@ EXAMPLES = r"""
       default-runtime: ascend
       log-driver: json-file
       log-opts: {max-size: 100m, max-file: "5"}
-  notify: Restart docker
+  register: daemon
+
+- name: Restart docker only for keys a reload does not apply
+  ansible.builtin.systemd_service:
+    name: docker
+    state: "{{ 'restarted' if daemon.restart_required else 'reloaded' }}"
+  when: daemon.changed
 
 - name: Drop a key the site no longer wants
   ascendops.cluster.docker_daemon_json:
@@ -84,6 +94,16 @@ path:
   returned: always
   type: str
   sample: /etc/docker/daemon.json
+changed_keys:
+  description: Top-level keys the merge adds, changes or removes.
+  returned: always
+  type: list
+  elements: str
+  sample: [live-restore, log-opts]
+restart_required:
+  description: A changed key needs an engine restart (a reload does not apply it).
+  returned: always
+  type: bool
 backup_file:
   description: The backup copy, when O(backup) made one.
   returned: when a backup was made
@@ -103,7 +123,7 @@ def main():
             path=dict(type="path", default=DEFAULT_PATH),
             settings=dict(type="dict", required=True),
             backup=dict(type="bool", default=False),
-            mode=dict(type="raw", default="0644"),
+            mode=dict(type="raw"),
         ),
         supports_check_mode=True,
     )

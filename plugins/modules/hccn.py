@@ -18,6 +18,13 @@ description:
     sets only what differs, then reads them back.
   - Retries while hccn_tool answers C(hccn_tool is busy, please try again); any other failure
     fails the task with the tool's own message.
+  - "RDMA QoS of the port: O(rdma_dscp) is mapped to the traffic class of O(rdma_priority)
+    (read from C(-prio_tc -g)) with C(-dscp_to_tc -s dscp D tc T), PFC is switched on for that
+    priority with C(-pfc -s priority p0,...,p7) (the other priorities as they are), and the port
+    MTU is set with C(-mtu -s size N). Each is read first (C(-dscp_to_tc -g dscp D), C(-pfc -g),
+    C(-mtu -g)), set only when it differs and read back."
+  - "A device without preset TLS certificates answers C(-tls -g) with C(No certificate found, please
+    set certs firstly!); its TLS is off there (not an error)."
   - Options left unset are not managed. The settings live in the device; keeping them across
     reboots is the job of C(/etc/hccn.conf) (the C(ascendops.cluster.roce) role writes it).
 author:
@@ -50,6 +57,17 @@ options:
   tls:
     description: TLS switch of the device NIC (vendor advice for multi-node training is off).
     type: bool
+  rdma_dscp:
+    description:
+      - DSCP of the job's RDMA traffic (0-63), mapped to the traffic class of O(rdma_priority).
+      - Needs O(rdma_priority).
+    type: int
+  rdma_priority:
+    description: Priority (0-7) of the job's RDMA traffic; PFC is switched on for it. Needs O(rdma_dscp).
+    type: int
+  mtu:
+    description: MTU of the device port (68-9702).
+    type: int
 notes:
   - hccn_tool calls on one host collide; run one task per host at a time (no async on the same host).
 seealso:
@@ -65,6 +83,13 @@ EXAMPLES = r"""
     gateway: 29.1.0.1
     netdetect: 29.1.0.1
     tls: false
+
+- name: RDMA QoS of NPU 0's port (DSCP 33 to the class of priority 4, PFC on priority 4, MTU 9000)
+  ascendops.cluster.hccn:
+    device: 0
+    rdma_dscp: 33
+    rdma_priority: 4
+    mtu: 9000
 """
 
 RETURN = r"""
@@ -74,7 +99,10 @@ device:
   type: int
   sample: 0
 before:
-  description: Settings read before any change (C(tls) as a bool; unset values null).
+  description:
+    - Settings read before any change (C(tls) as a bool; unset values null).
+    - With the QoS options also C(rdma_dscp_tc) (the class O(rdma_dscp) maps to), C(rdma_priority_tc)
+      (the class of O(rdma_priority)), C(pfc) (eight 0/1 values) and C(mtu).
   returned: always
   type: dict
   sample: {address: null, netmask: null, gateway: null, netdetect: null, tls: true}
@@ -94,7 +122,7 @@ commands:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import (  # noqa: E402
     DEFAULT_HCCN_TOOL,
-    hccn_module,
+    HccnTask,
 )
 
 
@@ -107,14 +135,17 @@ def main():
             gateway=dict(type="str"),
             netdetect=dict(type="str"),
             tls=dict(type="bool"),
+            rdma_dscp=dict(type="int"),
+            rdma_priority=dict(type="int"),
+            mtu=dict(type="int"),
             hccn_tool=dict(type="path", default=DEFAULT_HCCN_TOOL),
             retries=dict(type="int", default=10),
             delay=dict(type="float", default=1.0),
         ),
-        required_together=[["address", "netmask"]],
+        required_together=[["address", "netmask"], ["rdma_dscp", "rdma_priority"]],
         supports_check_mode=True,
     )
-    hccn_module(module)
+    HccnTask(module).run()
 
 
 if __name__ == "__main__":

@@ -95,7 +95,7 @@ pings:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import (  # noqa: E402
     DEFAULT_HCCN_TOOL,
-    hccn_info_module,
+    HccnInfoTask,
 )
 
 
@@ -112,7 +112,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    hccn_info_module(module)
+    HccnInfoTask(module).run()
 
 
 if __name__ == "__main__":

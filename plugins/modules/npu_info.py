@@ -57,6 +57,14 @@ options:
       - Path of the firmware C(upgrade-tool) used to query the running firmware versions.
       - Default is C(<install_path>/driver/tools/upgrade-tool).
     type: path
+  spod_info:
+    description:
+      - Atlas A3 - also read every chip's C(npu-smi info -t spod-info -i <npu_id> -c <chip_id>) and add its
+        C(SDID) to RV(chips) as C(super_device_id) (with C(super_pod_id), C(super_pod_size), C(server_index)),
+        as the rank table 1.2 needs it; read from the hardware, never computed.
+      - A chip that does not answer fails the task, naming the command.
+    type: bool
+    default: false
 notes:
   - C(npu-smi) talks to the driver; a C(-8020) error means another process holds the devices.
 seealso:
@@ -210,6 +218,8 @@ chips:
       values of its NPU row and its chip row.
     - C(phy_id) is the C(Phy-ID) column (A3), else the C(Device) column (310P), else the NPU id where
       each NPU has one chip (910B).
+    - With O(spod_info) also C(super_device_id) (the C(SDID) of spod-info), C(super_pod_id),
+      C(super_pod_size) and C(server_index), as strings.
   returned: always
   type: list
   elements: dict
@@ -262,151 +272,12 @@ ansible_facts:
   type: dict
 """
 
-import os  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_formats import (  # noqa: E402
-    get_key,
-    read_key_value_file,
-)
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_install import (  # noqa: E402
     DEFAULT_INSTALL_INFO,
     DEFAULT_INSTALL_PATH,
-    RUN_ENV,
-    read_installed,
-    stdin_from_devnull,
 )
-from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_node import (  # noqa: E402
-    driver_reboot_reason,
-    firmware_reboot_reason,
-    query_firmware,
-    query_npu_smi,
-)
-from ansible_collections.ascendops.cluster.plugins.module_utils.upgrade_tool import firmware_status  # noqa: E402
-
-NPU_SMI_DIRS = ["/usr/local/bin", "/usr/local/sbin"]
-
-
-def _is_executable(path):
-    return bool(path) and os.path.isfile(path) and os.access(path, os.X_OK)
-
-
-def _runner(module):
-    def run(cmd):
-        with stdin_from_devnull():
-            return module.run_command(cmd, environ_update=RUN_ENV)
-    return run
-
-
-def find_npu_smi(module, path_option):
-    """(path or None, error or None)."""
-    if path_option and os.sep not in path_option:
-        path_option = module.get_bin_path(path_option, opt_dirs=NPU_SMI_DIRS) or path_option
-    if path_option:
-        if not _is_executable(path_option):
-            return None, f"npu-smi not found or not executable at {path_option}"
-        return path_option, None
-    path = module.get_bin_path("npu-smi", opt_dirs=NPU_SMI_DIRS)
-    if not path:
-        return None, "npu-smi not found on PATH or in {}".format(", ".join(NPU_SMI_DIRS))
-    return path, None
-
-
-def reboot_reasons(driver, firmware, smi):
-    reasons = []
-    if driver["installed"]:
-        reason = driver_reboot_reason(driver["version"], dict(smi, driver_version=driver["running_version"]))
-        if reason:
-            reasons.append(reason)
-    if firmware["installed"]:
-        reason = firmware_reboot_reason(firmware["version"], firmware["components"])
-        if reason:
-            reasons.append(reason)
-    return reasons
-
-
-def gather(module):
-    params = module.params
-    install_path = params["install_path"]
-    install_info = read_key_value_file(params["install_info"]) or {}
-    upgrade_tool = params["upgrade_tool"]
-
-    drv = read_installed("driver", install_path, install_info)
-    fw = read_installed("firmware", install_path, install_info)
-    tk = read_installed("toolkit", install_path, install_info)
-    kn = read_installed("kernels", install_path, install_info)
-    rt = read_installed("docker_runtime", install_path, install_info)
-
-    run = _runner(module)
-    smi_path, smi_error = find_npu_smi(module, params["npu_smi"])
-    smi = query_npu_smi(run, smi_path)
-    if smi_error:
-        smi["error"] = smi_error
-
-    if not upgrade_tool:
-        upgrade_tool = os.path.join(drv["install_path"], "driver", "tools", "upgrade-tool")
-    components, fw_error = ([], None)
-    if drv["installed"] and _is_executable(upgrade_tool):
-        components, fw_error = query_firmware(run, upgrade_tool)
-    status = firmware_status(components, fw["version"] if fw["installed"] else None)
-
-    driver = {
-        "installed": drv["installed"],
-        "version": drv["version"],
-        "running_version": smi["driver_version"],
-        "install_path": drv["install_path"] if drv["installed"] else None,
-        "info": drv["info"],
-    }
-    firmware = {
-        "installed": fw["installed"],
-        "version": fw["version"],
-        "running_versions": status["running_versions"],
-        "active": status["active"],
-        "stale_devices": status["stale_devices"],
-        "components": components,
-        "install_path": fw["install_path"] if fw["installed"] else None,
-        "info": fw["info"],
-        "error": fw_error,
-    }
-    toolkit = {
-        "installed": tk["installed"],
-        "version": tk["version"],
-        "path": tk["path"],
-        "arch": get_key(tk["info"], "arch"),
-        "info": tk["info"],
-    }
-
-    npus = smi.pop("npus")
-    chips = smi.pop("chips")
-    smi.pop("driver_version")
-    names = []
-    for npu in npus:
-        if npu.get("name") and npu["name"] not in names:
-            names.append(npu["name"])
-    unhealthy = [{"npu_id": c.get("npu_id"), "chip_id": c.get("chip_id"), "phy_id": c.get("phy_id"),
-                  "health": c.get("health")}
-                 for c in chips if str(c.get("health") or "").upper() != "OK"]
-    reasons = reboot_reasons(driver, firmware, smi)
-
-    return {
-        "driver": driver,
-        "firmware": firmware,
-        "toolkit": toolkit,
-        "kernels": {"installed": kn["installed"], "version": kn["version"]},
-        "docker_runtime": {"installed": rt["installed"], "version": rt["version"]},
-        "install_info": dict(install_info),
-        "npu_smi": smi,
-        "npus": npus,
-        "chips": chips,
-        "count": len(npus),
-        "chip_count": len(chips),
-        "names": names,
-        "model": names[0] if len(names) == 1 else None,
-        "healthy": bool(npus) and not unhealthy,
-        "unhealthy": unhealthy,
-        "reboot_required": bool(reasons),
-        "reboot_reasons": reasons,
-    }
+from ansible_collections.ascendops.cluster.plugins.module_utils.npu_info import NpuInfo  # noqa: E402
 
 
 def main():
@@ -416,13 +287,11 @@ def main():
             install_path=dict(type="path", default=DEFAULT_INSTALL_PATH),
             install_info=dict(type="path", default=DEFAULT_INSTALL_INFO),
             upgrade_tool=dict(type="path"),
+            spod_info=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
-    facts = gather(module)
-    result = dict(changed=False, ansible_facts={"ascend_npu": facts})
-    result.update(facts)
-    module.exit_json(**result)
+    NpuInfo(module).run()
 
 
 if __name__ == "__main__":

@@ -46,6 +46,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # Our header: the installed makeself's, with the vendor-style flag handling (makeself_header.py).
 python3 -B "$here/makeself_header.py" "$work/header.sh"
+# The Ascend Docker Runtime's header is the vendor's own: it refuses --nox11 and the other makeself options.
+python3 -B "$here/makeself_header.py" --runtime "$work/header-runtime.sh"
 kinds=(driver firmware toolkit kernels docker-runtime)
 if [ -n "$only" ]; then
   IFS=, read -r -a kinds <<< "$only"
@@ -66,7 +68,9 @@ for kind in "${kinds[@]}"; do
   stage="$work/$kind"
   name=$(python3 -B "$here/stage.py" --kind "$kind" --version "$ver" --arch "$arch" \
            --firmware-version "$fv" --cann-driver-range "$cdr" --out "$stage")
-  makeself --header "$work/header.sh" --sha256 --nomd5 --nocrc --nox11 --quiet \
+  header="$work/header.sh"
+  [ "$kind" = docker-runtime ] && header="$work/header-runtime.sh"
+  makeself --header "$header" --sha256 --nomd5 --nocrc --nox11 --quiet \
     --tar-quietly --tar-extra "--owner=0 --group=0 --numeric-owner" \
     "$stage" "$out/$name" "${name%.run} (SIMULATION)" ./install.sh >/dev/null
   chmod 0755 "$out/$name"

@@ -11,8 +11,11 @@ edits, so the archives behave like the vendor's .run packages:
   - --quiet quiets makeself and is passed to the script as well;
   - --extract=DIR extracts into DIR (like --target DIR; with --noexec: extract only);
   - --check says nothing about the absent MD5/CRC sums once the SHA256 sum is verified.
+With --runtime, the header of the Ascend Docker Runtime package, which is the vendor's own: of
+makeself's options it takes only --quiet, --check, --info, --list, --tar, --noexec and --extract;
+any other (--nox11, --keep, --target, ...) is "Unrecognized flag", exit 1.
 Each edit names the text it expects; a makeself whose header differs fails the build loudly.
-  usage: makeself_header.py OUT   (MAKESELF_HEADER overrides where the installed header is found)
+  usage: makeself_header.py [--runtime] OUT   (MAKESELF_HEADER overrides where the installed header is found)
 """
 
 import os
@@ -49,6 +52,17 @@ EDITS = (
      "    -*)\n\tms_q=\\$(printf '%s' \"\\$1\" | sed \"s/'/'\\\\\\\\\\\\\\\\''/g\")\n"
      "\tpassargs=\"\\$passargs '\\$ms_q'\"\n\tshift\n\t;;\n"),
 )
+# The Ascend Docker Runtime header: makeself options its header does not take are usage errors.
+RUNTIME_REFUSED = ("--nox11", "--keep", "--target", "--noprogress", "--nochown", "--chown", "--nodiskspace",
+                   "--accept", "--confirm", "--lsm", "--dumpconf", "--verify-sig", "--noexec-cleanup",
+                   "--ssl-pass-src", "--cleanup-args", "--keep-umask")
+RUNTIME_EDIT = (
+    "refuse the makeself options the runtime's own header does not take",
+    "    -h | --help)\n",
+    "    " + "|".join(RUNTIME_REFUSED) + ")\n"
+    "\techo Unrecognized flag : \"\\$1\" >&2\n\tMS_Help\n\texit 1\n\t;;\n"
+    "    -h | --help)\n",
+)
 # Both places the embedded script is started get the passed flags (interactive and not).
 SCRIPT_CALL = 'eval "\\"\\$script\\" \\$scriptargs \\"\\\\\\$@\\""'
 SCRIPT_CALL_NEW = 'eval "\\"\\$script\\" \\$scriptargs \\$passargs \\"\\\\\\$@\\""'
@@ -67,8 +81,8 @@ def installed_header() -> str:
     raise SystemExit("makeself_header.py: makeself-header.sh not found (install makeself: scripts/host-setup.sh)")
 
 
-def patch(text: str) -> str:
-    for what, old, new in EDITS:
+def patch(text: str, runtime: bool = False) -> str:
+    for what, old, new in EDITS + ((RUNTIME_EDIT,) if runtime else ()):
         if text.count(old) != 1:
             raise SystemExit(f"makeself_header.py: cannot {what}: the installed header has "
                              f"{text.count(old)} matches for {old!r}, expected 1 (makeself 2.4.x)")
@@ -79,13 +93,16 @@ def patch(text: str) -> str:
 
 
 def main(argv: list[str]) -> int:
+    runtime = bool(argv) and argv[0] == "--runtime"
+    if runtime:
+        argv = argv[1:]
     if len(argv) != 1:
         print(__doc__.rsplit("usage: ", 1)[1], file=sys.stderr)
         return 2
     with open(installed_header(), encoding="utf-8") as f:
         text = f.read()
     with open(argv[0], "w", encoding="utf-8") as f:
-        f.write(patch(text))
+        f.write(patch(text, runtime))
     return 0
 
 

@@ -211,3 +211,51 @@ def test_ip_failure_leaves_state_unchanged(booted_node):
     r = booted_node.hccn("-i", "0", "-ip", "-s", "address", "192.168.100.11", "netmask", "255.255.255.0")
     assert r.returncode == 1 and "Operation not permitted" in r.stdout
     assert out(booted_node.hccn("-i", "0", "-ip", "-g")) == "ipaddr:\nnetmask:\n"
+
+
+NO_CERT = "No certificate found, please set certs firstly!"
+
+
+def test_device_without_certificates_answers_no_certificate(booted_node):
+    h = booted_node.hccn
+    assert booted_node.sim("fault", "tls-certs", "1", "absent").returncode == 0
+    r = h("-i", "1", "-tls", "-g")
+    assert r.returncode == 1 and r.stdout == NO_CERT + "\n"
+    r = h("-i", "1", "-tls", "-s", "enable", "0")
+    assert r.returncode == 1 and r.stdout == NO_CERT + "\n"
+    # the other device still has its certificates
+    assert out(h("-i", "0", "-tls", "-g")).startswith("dev_id:0, tls switch[1]")
+
+
+def test_rdma_qos_commands(booted_node):
+    h = booted_node.hccn
+    assert out(h("-i", "0", "-prio_tc", "-g")) == "prio_tc map 0,0,1,1,2,2,3,3\n"
+    assert out(h("-i", "0", "-dscp_to_tc", "-g", "dscp", "33")) == "dscp:33 tc:0\n"
+    assert out(h("-i", "0", "-dscp_to_tc", "-s", "dscp", "33", "tc", "2")) == OK + "\n"
+    assert out(h("-i", "0", "-dscp_to_tc", "-g", "dscp", "33")) == "dscp:33 tc:2\n"
+    assert len(out(h("-i", "0", "-dscp_to_tc", "-g")).splitlines()) == 64
+    assert out(h("-i", "0", "-pfc", "-g")) == "pfc priority 0,0,0,0,0,0,0,0\n"
+    assert out(h("-i", "0", "-pfc", "-s", "priority", "0,0,0,0,1,0,0,0")) == OK + "\n"
+    assert out(h("-i", "0", "-pfc", "-g")) == "pfc priority 0,0,0,0,1,0,0,0\n"
+    assert out(h("-i", "0", "-mtu", "-g")) == "mtu:1500\n"
+    assert out(h("-i", "0", "-mtu", "-s", "size", "9000")) == OK + "\n"
+    assert out(h("-i", "0", "-mtu", "-g")) == "mtu:9000\n"
+    # device 1 untouched
+    assert out(h("-i", "1", "-mtu", "-g")) == "mtu:1500\n"
+    for args in (("-dscp_to_tc", "-s", "dscp", "64", "tc", "1"), ("-dscp_to_tc", "-s", "dscp", "3", "tc", "4"),
+                 ("-pfc", "-s", "priority", "0,1"), ("-mtu", "-s", "size", "9703")):
+        r = h("-i", "0", *args)
+        assert r.returncode == 1 and OK not in r.stdout, args
+
+
+def test_recovery_restores_the_ports_from_hccn_conf(booted_node):
+    h = booted_node.hccn
+    booted_node.p("/etc/hccn.conf").write_text(
+        "address_0=29.1.137.205\nnetmask_0=255.255.0.0\nnetdetect_0=29.1.0.1\ngateway_0=29.1.0.1\n"
+        "send_arp_status_0=1\ntls_enable_0=0\naddress_1=29.1.137.206\nnetmask_1=255.255.0.0\n")
+    assert out(h("-a", "-cfg", "recovery")) == OK + "\n"
+    assert out(h("-i", "0", "-ip", "-g")) == "ipaddr:29.1.137.205\nnetmask:255.255.0.0\n"
+    assert out(h("-i", "0", "-gateway", "-g")) == "default gateway:29.1.0.1, Iface:eth0\n"
+    assert out(h("-i", "0", "-tls", "-g")).startswith("dev_id:0, tls switch[0]")
+    assert out(h("-i", "1", "-ip", "-g")) == "ipaddr:29.1.137.206\nnetmask:255.255.0.0\n"
+    assert h("-a", "-cfg", "status").returncode == 1

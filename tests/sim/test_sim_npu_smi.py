@@ -293,3 +293,13 @@ def test_state_updates_do_not_get_lost_under_concurrency(tmp_path):
     state = json.loads(n.sim("state").stdout)
     assert [state["npus"][str(i)]["health"] for i in range(8)] == ["Alarm"] * 8
     assert len(n.events()) == 9  # hardware + 8 faults, one line each
+
+
+def test_spod_info_answers_per_chip(booted_node):
+    r = booted_node.npu_smi("info", "-t", "spod-info", "-i", "1", "-c", "0")
+    assert r.returncode == 0, r.stdout
+    lines = [ln.split(":") for ln in r.stdout.splitlines()]
+    assert [k.strip() for k, _v in lines] == ["SDID", "Super Pod Size", "Super Pod ID", "Server Index"]
+    assert lines[0][1].strip() == "2"
+    assert booted_node.npu_smi("info", "-t", "spod-info", "-i", "9", "-c", "0").returncode == 1
+    assert booted_node.npu_smi("info", "-t", "spod-info", "-i", "0").returncode == 1

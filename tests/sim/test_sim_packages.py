@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 
 import pytest
@@ -384,9 +385,16 @@ def test_docker_runtime_merges_daemon_json(node, packages):
                                 "runtimeArgs": []}},
         "default-runtime": "ascend",
     }
-    assert "/usr/local/Ascend/driver/lib64" in node.p("/etc/ascend-docker-runtime.d/base.list").read_text()
+    assert stat.S_IMODE(daemon.stat().st_mode) == 0o600  # as the vendor's installer leaves it
+    base = node.p("/etc/ascend-docker-runtime.d/base.list").read_text().split()
+    assert base == ["/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/include", "/usr/local/dcmi",
+                    "/usr/local/bin/npu-smi", "/var/queue_schedule"]
     assert os.access(node.p("/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime"), os.X_OK)
-    assert node.install(pkg, "--install", "--quiet").returncode == 1
+    record = node.p("/usr/local/Ascend/Ascend-Docker-Runtime/ascend_docker_runtime_install.info").read_text()
+    assert f"version=v{CURRENT['runtime']}" in record.splitlines()
+    assert not node.p("/usr/local/Ascend/Ascend-Docker-Runtime/version.info").exists()
+    # a second --install is accepted silently, as the vendor's is
+    assert node.install(pkg, "--install", "--quiet").returncode == 0
     assert node.install(pkg, "--upgrade", "--quiet").returncode == 0
     assert node.install(pkg, "--install", "--install-scene=podman", "--quiet").returncode == 1
     r = node.install(pkg, "--uninstall", "--quiet")
@@ -394,6 +402,25 @@ def test_docker_runtime_merges_daemon_json(node, packages):
     assert json.loads(daemon.read_text()) == {"log-driver": "json-file", "runtimes": {"other": {"path": "/x"}}}
     assert not node.p("/usr/local/Ascend/Ascend-Docker-Runtime").exists()
     assert node.events()[-1] == f"install docker-runtime {CURRENT['runtime']} mode=uninstall rc=0"
+
+
+@pytest.mark.parametrize("args", [
+    ["--install", "--quiet", "--nox11"],
+    ["--install", "--keep"],
+    ["--install", "--install-for-all"],
+    ["--install", "--install-username=HwHiAiUser", "--install-usergroup=HwHiAiUser"],
+    ["--install", "--full"],
+])
+def test_docker_runtime_rejects_flags_it_does_not_document(node, packages, args):
+    r = node.install(packages.pkg("runtime"), *args)
+    assert r.returncode == 1
+    assert not node.p("/usr/local/Ascend/Ascend-Docker-Runtime").exists()
+
+
+@pytest.mark.parametrize("kind", ["driver", "toolkit"])
+def test_hdk_and_cann_packages_reject_unknown_flags(node, packages, kind):
+    r = node.install(packages.pkg(kind), "--full" if kind == "driver" else "--install", "--feature=all")
+    assert r.returncode == 1 and "Unsupported parameter: --feature=all" in r.stdout
 
 
 def test_docker_runtime_refuses_broken_daemon_json(node, packages):

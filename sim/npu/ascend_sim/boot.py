@@ -38,8 +38,27 @@ def _hccn_conf(npu_count: int) -> dict:
                 entry["ipaddr"] = entry["netmask"] = None
         else:
             entry["ipaddr"] = entry["netmask"] = None
+        # tls_enable_N (real 8-NPU nodes carry it): the TLS switch, on a device with certificates
+        if conf.get(f"tls_enable_{i}") in ("0", "1"):
+            entry["tls"] = int(conf[f"tls_enable_{i}"])
         out[str(i)] = entry
     return out
+
+
+def apply_hccn_conf(warn=lambda msg: print(f"ascend-sim: warning: {msg}", file=sys.stderr)) -> dict:
+    """Re-apply /etc/hccn.conf to every device (``hccn_tool -a -cfg recovery``); the NPUs' address
+    state as a boot leaves it."""
+    hw = hardware.load()
+    conf = _hccn_conf(hw["npu_count"])
+    with state.update() as st:
+        old_addrs = {k: (n["ipaddr"], n["netmask"]) for k, n in st["npus"].items() if n["ipaddr"]}
+        for key, npu in st["npus"].items():
+            npu.update({k: v for k, v in conf[key].items() if k != "tls" or npu["tls_certs"]})
+        npus = st["npus"]
+    if hw["nic_interface"]:
+        _apply_nic(hw["nic_interface"], old_addrs, npus, warn)
+    events.log_event("hccn recovery")
+    return npus
 
 
 def _fresh_boot_id(warn) -> None:
@@ -81,7 +100,10 @@ def boot(warn=lambda msg: print(f"ascend-sim: warning: {msg}", file=sys.stderr))
         st["pending_reboot"] = []
         st["boot_count"] += 1
         for key, npu in st["npus"].items():
-            npu.update(conf[key] if driver else dict.fromkeys(state.NET_KEYS))
+            if driver:
+                npu.update({k: v for k, v in conf[key].items() if k != "tls" or npu["tls_certs"]})
+            else:
+                npu.update(dict.fromkeys(state.NET_KEYS))
         result = {"running": dict(st["running"]), "npus": st["npus"]}
     if driver:
         result["devices"] = devices.create(hw["npu_count"], info)

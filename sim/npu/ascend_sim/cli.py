@@ -6,6 +6,7 @@ There is no vendor counterpart; it stands for what the physical machine does (po
   ascend-sim fault health <npu> <OK|Warning|Alarm|Critical>
   ascend-sim fault link <npu> <up|down>
   ascend-sim fault hccn-busy [count]           (default 1)
+  ascend-sim fault tls-certs <npu> <present|absent>
   ascend-sim fault clear
   ascend-sim hardware [--npus N] [--model 910B1..910B4] [--hbm-mb MB]
                       [--nic-interface IF|none] [--factory-firmware V]
@@ -37,6 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     link.add_argument("status", choices=("up", "down"))
     busy = fsub.add_parser("hccn-busy", help="make the next COUNT hccn_tool calls fail as busy")
     busy.add_argument("count", type=int, nargs="?", default=1)
+    certs = fsub.add_parser("tls-certs", help="whether one NPU has preset TLS certificates")
+    certs.add_argument("npu", type=int)
+    certs.add_argument("status", choices=["present", "absent"])
     fsub.add_parser("clear", help="all NPUs healthy, links up, no busy hccn_tool")
     hw = sub.add_parser("hardware", help="write /etc/ascend-sim/hardware.json")
     hw.add_argument("--npus", type=int)
@@ -81,6 +85,11 @@ def _fault(args) -> None:
         _check_npu(args.npu, hw)
         _link(args.npu, args.status, hw)
         events.log_event(f"fault link {args.npu} {args.status}")
+    elif args.fault == "tls-certs":
+        _check_npu(args.npu, hw)
+        with state.update() as st:
+            st["npus"][str(args.npu)]["tls_certs"] = args.status == "present"
+        events.log_event(f"fault tls-certs {args.npu} {args.status}")
     elif args.fault == "hccn-busy":
         if args.count < 0:
             raise SystemExit("ascend-sim: count must be >= 0")

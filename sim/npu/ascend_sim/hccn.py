@@ -2,8 +2,13 @@
 
 Supported (``hccn_tool -i N ...``): ``-ip -s address A netmask M``, ``-ip -g``, ``-netdetect -s
 address D``, ``-netdetect -g``, ``-gateway -s gateway G``, ``-gateway -g``, ``-tls -s enable 0|1``,
-``-tls -g``, ``-link -g``, ``-net_health -g``, ``-speed -g``, ``-ping -g address X [pkt N]``.
-Set commands print ``Cmd executed successfully!``. Configuration lives in the simulator state
+``-tls -g``, ``-link -g``, ``-net_health -g``, ``-speed -g``, ``-ping -g address X [pkt N]``,
+``-dscp_to_tc -s dscp D tc T`` / ``-dscp_to_tc -g [dscp D]``, ``-prio_tc -g``, ``-pfc -s priority
+p0,...,p7`` / ``-pfc -g``, ``-mtu -s size N`` / ``-mtu -g``; and ``hccn_tool -a -cfg recovery``,
+which re-applies ``/etc/hccn.conf`` to every device (as a boot does).
+Set commands print ``Cmd executed successfully!``. A device without preset TLS certificates
+(``ascend-sim fault tls-certs N absent``) answers ``-tls -g`` and ``-tls -s`` with ``No certificate
+found, please set certs firstly!`` (exit 1). Configuration lives in the simulator state
 (the device), never in ``/etc/hccn.conf``: that file is written by the administrator (the roles)
 and re-applied by ``ascend-sim boot`` at every boot, as the driver does on real hardware.
 
@@ -16,9 +21,11 @@ import fcntl
 import os
 
 from . import netcfg, paths, state
+from .boot import apply_hccn_conf
 from .devices import open_dcmi
 
 OK = "Cmd executed successfully!"
+NO_CERT = "No certificate found, please set certs firstly!"
 BUSY = "hccn_tool is busy, please try again"
 SPEED = "Speed: 100000 Mb/s"
 
@@ -27,8 +34,13 @@ USAGE = """Usage: hccn_tool -i <device_id> <command> [-s|-g] [key value ...]
   -netdetect -s address <ip>         | -netdetect -g
   -gateway -s gateway <ip>           | -gateway -g
   -tls -s enable <0|1>               | -tls -g
+  -dscp_to_tc -s dscp <0-63> tc <0-3> | -dscp_to_tc -g [dscp <0-63>]
+  -prio_tc -g
+  -pfc -s priority <p0,...,p7>        | -pfc -g
+  -mtu -s size <68-9702>             | -mtu -g
   -link -g | -net_health -g | -speed -g
-  -ping -g address <ip> [pkt <count>]"""
+  -ping -g address <ip> [pkt <count>]
+hccn_tool -a -cfg recovery"""
 
 _SPEC = {
     ("-ip", "-s"): ("address", "netmask"),
@@ -43,8 +55,26 @@ _SPEC = {
     ("-net_health", "-g"): (),
     ("-speed", "-g"): (),
     ("-ping", "-g"): ("address",),
+    ("-dscp_to_tc", "-s"): ("dscp", "tc"),
+    ("-dscp_to_tc", "-g"): (),
+    ("-prio_tc", "-g"): (),
+    ("-pfc", "-s"): ("priority",),
+    ("-pfc", "-g"): (),
+    ("-mtu", "-s"): ("size",),
+    ("-mtu", "-g"): (),
 }
-_OPTIONAL = {("-ping", "-g"): ("pkt",)}
+_OPTIONAL = {("-ping", "-g"): ("pkt",), ("-dscp_to_tc", "-g"): ("dscp",)}
+
+
+def _int_in(value: str, low: int, high: int) -> int | None:
+    return int(value) if value.isdigit() and low <= int(value) <= high else None
+
+
+def _bits(value: str) -> list[int] | None:
+    parts = value.split(",")
+    if len(parts) != 8 or any(p not in ("0", "1") for p in parts):
+        return None
+    return [int(p) for p in parts]
 
 
 class UsageError(Exception):
@@ -149,9 +179,28 @@ def _set(hw: dict, device: int, cmd: str, params: dict) -> str | None:
                 return f"Invalid gateway: {params['gateway']}"
             npu["gateway"] = params["gateway"]
         elif cmd == "-tls":
+            if not npu["tls_certs"]:
+                return NO_CERT
             if params["enable"] not in ("0", "1"):
                 return f"Invalid tls enable value: {params['enable']} (0:disable, 1:enable)"
             npu["tls"] = int(params["enable"])
+        elif cmd == "-dscp_to_tc":
+            dscp, tc = _int_in(params["dscp"], 0, 63), _int_in(params["tc"], 0, 3)
+            if dscp is None:
+                return "The value of dscp you input is out of the valid range!"
+            if tc is None:
+                return "The value of tc you input is out of the valid range!"
+            npu["dscp_tc"][str(dscp)] = tc
+        elif cmd == "-pfc":
+            bits = _bits(params["priority"])
+            if bits is None:
+                return f"Invalid pfc priority value: {params['priority']} (eight 0/1 values, priority 0..7)"
+            npu["pfc"] = bits
+        elif cmd == "-mtu":
+            size = _int_in(params["size"], 68, 9702)
+            if size is None:
+                return "The value of mtu you input is out of the valid range!"
+            npu["mtu"] = size
     return None
 
 
@@ -164,12 +213,29 @@ def _get(hw: dict, st: dict, device: int, cmd: str, params: dict) -> tuple[int, 
     if cmd == "-gateway":
         return 0, f"default gateway:{npu['gateway'] or ''}, Iface:eth{device}"
     if cmd == "-tls":
+        if not npu["tls_certs"]:
+            return 1, NO_CERT
         return 0, (
             f"dev_id:{device}, tls switch[{npu['tls']}](0:disable, 1:enable), "
             "tls preconfigured[1](0:non-preset, 1:preset), tls alarm time threshold[60]days"
         )
     if cmd == "-link":
         return 0, f"link status: {'UP' if npu['link'] == 'up' else 'DOWN'}"
+    if cmd == "-dscp_to_tc":
+        if "dscp" in params:
+            dscp = _int_in(params["dscp"], 0, 63)
+            if dscp is None:
+                return 1, "The value of dscp you input is out of the valid range!"
+            wanted = [dscp]
+        else:
+            wanted = list(range(64))
+        return 0, "\n".join(f"dscp:{d} tc:{npu['dscp_tc'].get(str(d), 0)}" for d in wanted)
+    if cmd == "-prio_tc":
+        return 0, "prio_tc map " + ",".join(str(t) for t in npu["prio_tc"])
+    if cmd == "-pfc":
+        return 0, "pfc priority " + ",".join(str(b) for b in npu["pfc"])
+    if cmd == "-mtu":
+        return 0, f"mtu:{npu['mtu']}"
     if cmd == "-net_health":
         return 0, f"net health status: {net_health(hw, npu)}"
     if cmd == "-speed":
@@ -188,7 +254,31 @@ def _get(hw: dict, st: dict, device: int, cmd: str, params: dict) -> tuple[int, 
     raise AssertionError(cmd)
 
 
+def recovery() -> int:
+    """``hccn_tool -a -cfg recovery``: every device's address, netmask, netdetect and gateway
+    from ``/etc/hccn.conf`` (what a boot re-applies)."""
+    opened = open_dcmi(0)
+    if opened is None:
+        return 1
+    apply_hccn_conf()
+    print(OK)
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["-a"]:
+        if argv != ["-a", "-cfg", "recovery"]:
+            print("Parameter error: -a supports only -cfg recovery")
+            print(USAGE)
+            return 1
+        lock = _busy_lock()
+        if lock is None:
+            print(BUSY)
+            return 1
+        try:
+            return recovery()
+        finally:
+            os.close(lock)
     try:
         device, cmd, mode, params = parse(argv)
     except UsageError as exc:

@@ -1,7 +1,10 @@
 """SIMULATION ONLY - not Huawei software. Stand-in for ``npu-smi`` (Ascend 910B).
 
 Supported: ``npu-smi info`` (the 910B table: two lines per NPU, then the process table),
-``npu-smi info -l`` and ``npu-smi info -t topo``. The header shows the npu-smi (installed driver
+``npu-smi info -l``, ``npu-smi info -t topo`` and ``npu-smi info -t spod-info -i <id> -c <chip>``
+(the Atlas A3 super-pod identity: ``SDID``, ``Super Pod Size``, ``Super Pod ID``, ``Server Index``;
+the values come from hardware.json ``super_pod_id`` / ``server_index``, SDID = server index x 65536 +
+NPU id x 2 + chip: SIMULATION ONLY, assumed numbering). The header shows the npu-smi (installed driver
 package) version and ``Version:`` the *running* driver version. Before the first boot after a
 fresh driver install (no ``/dev/davinci_manager``) every query prints
 ``dcmi module initialize failed. ret is -8005`` and exits 1, like the real tool.
@@ -19,10 +22,11 @@ HEADER_1 = "| NPU   Name                | Health        | Power(W)    Temp(C)   
 HEADER_2 = "| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |"
 PROC_HEADER = "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |"
 
-USAGE = """Usage: npu-smi info [-l | -t topo]
+USAGE = """Usage: npu-smi info [-l | -t topo | -t spod-info -i <id> -c <chip_id>]
   info            Show the NPU summary table.
   info -l         Show the NPU list.
   info -t topo    Show the topology between NPUs.
+  info -t spod-info -i <id> -c <chip_id>    Show the super pod information of one chip.
 (SIMULATION stand-in: other npu-smi commands are not simulated.)"""
 
 
@@ -110,10 +114,37 @@ def format_topo(hw: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def format_spod_info(hw: dict, npu: int, chip: int) -> str:
+    sdid = int(hw.get("server_index", 0)) * 65536 + npu * 2 + chip
+    return (f"SDID                           : {sdid}\n"
+            f"Super Pod Size                 : {hw.get('super_pod_size', 48)}\n"
+            f"Super Pod ID                   : {hw.get('super_pod_id', 0)}\n"
+            f"Server Index                   : {hw.get('server_index', 0)}\n")
+
+
+def _spod_args(argv: list[str]) -> tuple[int, int] | None:
+    if len(argv) == 7 and argv[1:3] == ["-t", "spod-info"] and argv[3] == "-i" and argv[5] == "-c" \
+            and argv[4].isdigit() and argv[6].isdigit():
+        return int(argv[4]), int(argv[6])
+    return None
+
+
 def main(argv: list[str]) -> int:
     if argv in ([], ["-h"], ["--help"]):
         print(USAGE)
         return 0 if argv else 1
+    spod = _spod_args(argv) if argv and argv[0] == "info" else None
+    if spod is not None:
+        opened = open_dcmi()
+        if opened is None:
+            return 1
+        hw, _st = opened
+        npu, chip = spod
+        if npu >= hw["npu_count"] or chip != 0:
+            print(f"Error: the device id {npu} or chip id {chip} is invalid.")
+            return 1
+        sys.stdout.write(format_spod_info(hw, npu, chip))
+        return 0
     if argv[0] != "info" or argv[1:] not in ([], ["-l"], ["-t", "topo"]):
         print(f"Error: unsupported command: npu-smi {' '.join(argv)}")
         print(USAGE)

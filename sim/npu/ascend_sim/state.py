@@ -27,6 +27,12 @@ def default_npu() -> dict:
         "netdetect": None,
         "gateway": None,
         "tls": 1,  # the vendor default is TLS enabled
+        "tls_certs": True,  # preset TLS certificates; without them `-tls -g` answers "No certificate found"
+        # RDMA QoS of the port (SIMULATION ONLY defaults, assumed: docs/sim-contract.md)
+        "dscp_tc": {},  # dscp -> tc; unset dscps map to tc 0
+        "prio_tc": [0, 0, 1, 1, 2, 2, 3, 3],
+        "pfc": [0, 0, 0, 0, 0, 0, 0, 0],
+        "mtu": 1500,
     }
 
 

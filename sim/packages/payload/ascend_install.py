@@ -47,19 +47,21 @@ KINDS = {
                        "actions": ("install", "upgrade", "uninstall"), "root": True},
 }
 RUNTIME_SCENES = ("docker", "containerd", "isula")
-# the firmware installer takes only --full / --upgrade (and the path and makeself options)
-NO_USER_FLAGS = ("firmware",)
+# the firmware installer takes only --full / --upgrade (and the path and makeself options); the
+# docker runtime's help has no user flags either
+NO_USER_FLAGS = ("firmware", "docker-runtime")
 OPERATION_LOG = "/var/log/ascend_seclog/operation.log"
+# The v6 runtime's default mount list (mind-cluster ascend-docker-runtime build/base.list)
 BASE_LIST = """\
 /usr/local/Ascend/driver/lib64
 /usr/local/Ascend/driver/include
-/usr/local/Ascend/driver/tools/hccn_tool
-/usr/local/Ascend/driver/version.info
 /usr/local/dcmi
 /usr/local/bin/npu-smi
-/etc/ascend_install.info
-/etc/hccn.conf
+/var/queue_schedule
 """
+# The runtime's options (its run_main.sh help); every other argument is "Unsupported parameter", rc 1.
+RUNTIME_OPTIONS = ("--install", "--upgrade", "--uninstall", "--install-path", "--install-scene", "--quiet",
+                   "--install-type", "--ce")
 
 
 class UsageError(Exception):
@@ -154,6 +156,8 @@ def parse(argv: list[str], kind: str) -> dict:
             "quiet": False, "scene": None}
     for arg in argv:
         name, eq, value = arg.partition("=")
+        if kind == "docker-runtime" and name not in RUNTIME_OPTIONS:
+            raise UsageError(f"Unsupported parameter: {arg}")
         if kind in NO_USER_FLAGS and name in ("--install-username", "--install-usergroup", "--install-for-all"):
             raise UsageError(f"Unsupported parameter: {arg}")
         if not eq and name.startswith("--") and name[2:] in meta["actions"]:
@@ -166,6 +170,8 @@ def parse(argv: list[str], kind: str) -> dict:
             opts["path"] = value
         elif eq and name == "--install-scene" and kind == "docker-runtime":
             opts["scene"] = value
+        elif eq and name in ("--install-type", "--ce") and kind == "docker-runtime":
+            raise Failure(f"{arg} is not supported by the simulator (Atlas 800T A2 and docker only).")
         elif not eq and name == "--install-for-all":
             opts["for_all"] = True
         elif not eq and name in ("--quiet", "--nox11"):
@@ -583,7 +589,24 @@ def _load_daemon_json() -> dict:
 
 
 def _save_daemon_json(data: dict) -> None:
-    write_text(DAEMON_JSON, json.dumps(data, indent=4) + "\n")
+    # the vendor's installer leaves daemon.json mode 0600 (run_main.sh: chmod 600)
+    write_text(DAEMON_JSON, json.dumps(data, indent=4) + "\n", 0o600)
+
+
+RUNTIME_RECORD = "ascend_docker_runtime_install.info"
+
+
+def runtime_record(rt: str) -> str | None:
+    """The installed runtime's version as recorded (``version=v6.0.0``), or None."""
+    try:
+        with open(paths.host_path(f"{rt}/{RUNTIME_RECORD}"), encoding="utf-8") as f:
+            for line in f:
+                key, eq, value = line.strip().partition("=")
+                if eq and key == "version":
+                    return value
+    except OSError:
+        return None
+    return None
 
 
 # The OCI runtime wrapper (ascend_docker_runtime.py beside this file) and the helpers the real
@@ -599,14 +622,13 @@ RUNTIME_HELPERS = ("ascend-docker-hook", "ascend-docker-cli", "ascend-docker-des
 
 def install_runtime(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> int:
     rt = f"{path}/Ascend-Docker-Runtime"
-    installed = installinfo.read_version(f"{rt}/version.info")
+    installed = runtime_record(rt)
     scene = opts["scene"] or "docker"
     if scene not in RUNTIME_SCENES:
         raise UsageError(f"Unsupported install scene: {scene}")
     if scene != "docker":
         raise Failure(f"--install-scene={scene} is not supported by the simulator (only docker).")
-    if mode == "install" and installed:
-        raise Failure(f"Ascend-docker-runtime (version {installed}) is already installed. Use --upgrade.")
+    # a second --install (of any version) is accepted silently, as the vendor's installer does
     if mode in ("upgrade", "uninstall") and not installed:
         raise Failure("Ascend-docker-runtime is not installed. Use --install to install it.")
     daemon = _load_daemon_json()
@@ -632,8 +654,12 @@ def install_runtime(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> in
         write_text(f"{rt}/ascend-docker-runtime", f.read(), 0o755)
     for helper in RUNTIME_HELPERS:
         write_text(f"{rt}/{helper}", RUNTIME_HELPER.format(name=helper), 0o755)
-    write_text(f"{rt}/version.info", f"Version={pkg['version']}\n")
-    write_text("/etc/ascend-docker-runtime.d/base.list", BASE_LIST)
+    machine = os.uname().machine
+    write_text(f"{rt}/{RUNTIME_RECORD}",
+               f"version=v{pkg['version']}\narch={machine}\nos=linux\npath={rt}\n"
+               f"build=Ascend-docker-runtime_{pkg['version']}-{machine}\n"
+               "a500=n\na500a2=n\na200=n\na200isoc=n\na200ia2=n\n", 0o640)
+    write_text("/etc/ascend-docker-runtime.d/base.list", BASE_LIST, 0o440)
     runtimes = daemon.get("runtimes")
     if not isinstance(runtimes, dict):
         runtimes = {}
@@ -694,7 +720,7 @@ def install(argv: list[str], pkg: dict) -> int:
             opts["run_group"] = info.get("UserGroup", DEFAULT_USER)
         else:
             opts["run_user"] = opts["run_group"] = DEFAULT_USER
-        if mode != "uninstall":
+        if mode != "uninstall" and kind != "docker-runtime":
             check_user(run, opts["run_user"], opts["run_group"])
         check_arch(pkg)
         rc = INSTALLERS[kind](run, pkg, opts, mode, path)

@@ -11,6 +11,7 @@ from ansible_collections.ascendops.cluster.plugins.filter.rank_table import (
     check_rank_table,
     rank_table,
     rank_table_node_rank,
+    read_rank_table,
     server_sort_key,
 )
 
@@ -120,22 +121,36 @@ def test_hardware_alone_is_enough_when_there_is_no_plan(empty):
     assert check_rank_table(rank_table(["node1", "node2"], hv))["devices"] == 4
 
 
+def a3_hostvars(n_devices=2):
+    """hostvars whose devices carry the super_device_id npu-smi spod-info reported (SDID)."""
+    hv = hostvars(n_devices)
+    for k, name in enumerate(("node1", "node2")):
+        for d in hv[name]["roce_devices"]:
+            d["super_device_id"] = str(16777216 + 65536 * k + int(d["device_id"]))
+    return hv
+
+
 def test_version_1_2_has_super_device_ids_and_the_super_pod_list():
-    table = rank_table(["node1", "node2"], hostvars(4), version="1.2", super_pod_id="7")
+    table = rank_table(["node1", "node2"], a3_hostvars(4), version="1.2", super_pod_id="7")
     assert table["super_pod_list"] == [{"super_pod_id": "7",
                                         "server_list": [{"server_id": "10.0.0.9"}, {"server_id": "10.0.0.10"}]}]
-    sdids = [d["super_device_id"] for s in table["server_list"] for d in s["device"]]
-    assert sdids == [str(i) for i in range(8)]
     assert set(table["server_list"][0]["device"][0]) == {"device_id", "super_device_id", "device_ip", "rank_id"}
 
 
 def test_version_1_2_keeps_super_device_ids_read_from_the_hardware():
-    hv = hostvars()
-    for k, name in enumerate(("node1", "node2")):
-        for d in hv[name]["roce_devices"]:
-            d["super_device_id"] = str(100 + 10 * k + int(d["device_id"]))
-    table = rank_table(["node1", "node2"], hv, version="1.2")
-    assert [d["super_device_id"] for s in table["server_list"] for d in s["device"]] == ["100", "101", "110", "111"]
+    table = rank_table(["node1", "node2"], a3_hostvars(), version="1.2")
+    assert [d["super_device_id"] for s in table["server_list"] for d in s["device"]] == [
+        "16777216", "16777217", "16842752", "16842753"]
+
+
+def test_version_1_2_without_the_hardware_sdid_is_refused_never_computed():
+    with pytest.raises(RankTableError, match="node1 NPU 0: no super_device_id read from the hardware.*spod-info"):
+        rank_table(["node1", "node2"], hostvars(), version="1.2")
+
+
+def test_version_1_2_preview_from_the_plan_marks_the_sdid_unread():
+    table = rank_table(["node1", "node2"], hostvars(), version="1.2", source="plan")
+    assert table["server_list"][0]["device"][1]["super_device_id"] == "unread:10.0.0.9:1"
 
 
 def test_unknown_version_is_refused():
@@ -150,7 +165,7 @@ def test_every_value_is_a_string():
         if isinstance(v, list):
             return all(walk(x) for x in v)
         return isinstance(v, str)
-    assert walk(rank_table(["node1", "node2"], hostvars(), version="1.2"))
+    assert walk(rank_table(["node1", "node2"], a3_hostvars(), version="1.2"))
 
 
 def test_same_host_address_twice_is_refused():
@@ -189,4 +204,46 @@ def test_generated_table_round_trips_through_json():
 
 
 def test_filters_are_registered():
-    assert set(FilterModule().filters()) == {"rank_table", "rank_table_check", "rank_table_node_rank"}
+    assert set(FilterModule().filters()) == {"rank_table", "rank_table_check", "rank_table_read",
+                                             "rank_table_node_rank", "rank_table_super_device_ids"}
+
+
+@pytest.mark.parametrize("name", sorted(CASES["foreign"]))
+def test_reader_accepts_tables_other_tools_write(name):
+    expected = CASES["foreign"][name]
+    summary = read_rank_table((FIXTURES / name).read_text())
+    assert (summary["version"], summary["servers"], summary["devices"]) == (
+        expected["version"], expected["servers"], expected["devices"])
+    # our own check keeps our order
+    with pytest.raises(RankTableError, match="ascending server_id"):
+        check_rank_table((FIXTURES / name).read_text())
+
+
+def test_node_rank_by_container_ip_in_a_foreign_table():
+    text = (FIXTURES / "foreign_1.0_mindie.json").read_text()
+    assert rank_table_node_rank(text, "172.17.0.11") == 1
+    assert rank_table_node_rank(text, "10.0.0.12") == 0
+
+
+def test_reader_still_refuses_broken_tables():
+    table = json.loads((FIXTURES / "foreign_1.0_mindie.json").read_text())
+    table["server_list"][0]["container_ip"] = "not-an-ip"
+    with pytest.raises(RankTableError, match="container_ip 'not-an-ip'"):
+        read_rank_table(table)
+    table = json.loads((FIXTURES / "foreign_1.0_mindie.json").read_text())
+    table["server_list"][0]["device"][0]["rank_id"] = "1"
+    with pytest.raises(RankTableError, match="rank_id must run 0..3 once each; got"):
+        read_rank_table(table)
+
+
+def test_super_device_ids_from_npu_info_chips_by_position():
+    from ansible_collections.ascendops.cluster.plugins.filter.rank_table import rank_table_super_device_ids
+    chips = [{"npu_id": n, "chip_id": c, "super_device_id": str(100 + 2 * n + c)} for n in range(2) for c in range(2)]
+    devs = [{"device_id": str(i), "address": f"29.1.1.{i + 1}"} for i in range(4)]
+    out = rank_table_super_device_ids(devs, chips)
+    assert [d["super_device_id"] for d in out] == ["100", "101", "102", "103"]
+    assert out[0]["address"] == "29.1.1.1"
+    with pytest.raises(RankTableError, match="NPU 3 .npu 1 chip 1.: no SDID read"):
+        rank_table_super_device_ids(devs, chips[:3] + [{"npu_id": 1, "chip_id": 1}])
+    with pytest.raises(RankTableError, match="NPU 3: npu-smi lists 3 chips"):
+        rank_table_super_device_ids(devs, chips[:3])

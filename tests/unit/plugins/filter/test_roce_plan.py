@@ -162,3 +162,22 @@ def test_roce_problems_names_node_npu_and_peer():
     info["pings"][1].update(received=3, ok=True)
     assert roce_problems(info, mine, "node1", 100000) == []
     assert roce_problems(info, mine, "node1") == []
+
+
+# ------------------------------------------------------------------ /etc/hccn.conf merged
+
+def test_hccn_conf_keeps_the_site_keys_and_writes_tls_enable():
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_hccn_conf
+    site = ("address_0=29.1.137.205\nnetmask_0=255.255.0.0\nnetdetect_0=29.1.0.1\ngateway_0=29.1.0.1\n"
+            "send_arp_status_0=1\ntls_enable_0=1\nbitmap_0=0,0,0,1\n# kept\n")
+    plan = [{"device_id": "0", "address": "10.0.0.11", "netmask": "255.255.255.0", "gateway": "10.0.0.1",
+             "netdetect": "10.0.0.1", "tls": False},
+            {"device_id": "1", "address": "10.0.0.12", "netmask": "255.255.255.0", "gateway": "",
+             "netdetect": "", "tls": False}]
+    merged = roce_hccn_conf(site, plan, 1)
+    assert merged.splitlines() == [
+        "address_0=10.0.0.11", "netmask_0=255.255.255.0", "netdetect_0=10.0.0.1", "gateway_0=10.0.0.1",
+        "send_arp_status_0=1", "tls_enable_0=0", "bitmap_0=0,0,0,1", "# kept",
+        "address_1=10.0.0.12", "netmask_1=255.255.255.0", "send_arp_status_1=1", "tls_enable_1=0"]
+    assert roce_hccn_conf(merged, plan, 1) == merged
+    assert FilterModule().filters()["roce_hccn_conf"] is roce_hccn_conf

@@ -11,13 +11,18 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import
     HccnError,
     HccnParseError,
     HccnTool,
+    merge_hccn_conf,
+    parse_dscp_to_tc,
     parse_gateway,
     parse_hccn_conf,
     parse_ip,
     parse_link,
+    parse_mtu,
     parse_net_health,
     parse_netdetect,
+    parse_pfc,
     parse_ping,
+    parse_prio_tc,
     parse_speed,
     parse_tls,
     render_hccn_conf,
@@ -41,9 +46,11 @@ def test_get_outputs():
     assert parse_gateway("default gateway:, Iface:eth3") == {"gateway": None, "iface": "eth3"}
     assert parse_speed("Speed: 100000 Mb/s") == 100000
     assert parse_speed("Speed: 200 Gb/s") == 200000
-    assert parse_tls("dev_id:4, tls switch[0](0:disable, 1:enable), ...") == {"dev_id": 4, "enabled": False}
+    assert parse_tls("dev_id:4, tls switch[0](0:disable, 1:enable), ...") == {
+        "dev_id": 4, "enabled": False, "certificates": True}
     assert parse_tls("dev_id:0, tls switch[1](0:disable, 1:enable), tls preconfigured[1](0:non-preset, "
-                     "1:preset), tls alarm time threshold[60]days") == {"dev_id": 0, "enabled": True}
+                     "1:preset), tls alarm time threshold[60]days") == {
+        "dev_id": 0, "enabled": True, "certificates": True}
     ping = "device 0 PING 29.1.1.2\nrecv seq=0,time=0.05ms\n3 packets transmitted, 3 received, 0.00% packet loss\n"
     assert parse_ping(ping) == {"transmitted": 3, "received": 3, "loss_pct": 0.0}
     assert parse_ping("3 packets transmitted, 1 received, 66.67% packet loss") == {
@@ -96,8 +103,11 @@ class FakeHccn:
 
     def __init__(self, busy=0, fail=None):
         self.conf = {"address": None, "netmask": None, "gateway": None, "netdetect": None, "tls": 1}
+        self.qos = {"dscp_tc": {}, "prio_tc": [0, 0, 1, 1, 2, 2, 3, 3], "pfc": [1, 0, 0, 0, 0, 0, 0, 0], "mtu": 1500}
         self.busy = busy
         self.fail = fail
+        self.no_cert = False
+        self.ignore_mtu = False
         self.calls = []
 
     def __call__(self, argv):
@@ -116,7 +126,28 @@ class FakeHccn:
         if args == ["-netdetect", "-g"]:
             return 0, f"netdetect address: {c['netdetect'] or ''}\n", ""
         if args == ["-tls", "-g"]:
+            if self.no_cert:
+                return 1, "No certificate found, please set certs firstly!\n", ""
             return 0, f"dev_id:{argv[2]}, tls switch[{c['tls']}](0:disable, 1:enable), ...\n", ""
+        q = self.qos
+        if args[:3] == ["-dscp_to_tc", "-g", "dscp"]:
+            return 0, f"dscp:{args[3]} tc:{q['dscp_tc'].get(args[3], 0)}\n", ""
+        if args == ["-prio_tc", "-g"]:
+            return 0, "prio_tc map " + ",".join(map(str, q["prio_tc"])) + "\n", ""
+        if args == ["-pfc", "-g"]:
+            return 0, "pfc priority " + ",".join(map(str, q["pfc"])) + "\n", ""
+        if args == ["-mtu", "-g"]:
+            return 0, f"mtu:{q['mtu']}\n", ""
+        if args[:2] == ["-dscp_to_tc", "-s"]:
+            q["dscp_tc"][args[3]] = int(args[5])
+            return 0, OK + "\n", ""
+        if args[:2] == ["-pfc", "-s"]:
+            q["pfc"] = [int(b) for b in args[3].split(",")]
+            return 0, OK + "\n", ""
+        if args[:2] == ["-mtu", "-s"]:
+            if not self.ignore_mtu:
+                q["mtu"] = int(args[3])
+            return 0, OK + "\n", ""
         if args[:2] == ["-ip", "-s"]:
             c["address"], c["netmask"] = args[3], args[5]
         elif args[:2] == ["-gateway", "-s"]:
@@ -191,3 +222,113 @@ def test_set_without_confirmation_fails():
 def test_address_needs_netmask():
     with pytest.raises(HccnError, match="together"):
         HccnDevice(HccnTool(FakeHccn()), 0).apply({"address": "10.0.0.1"})
+
+
+# ------------------------------------------------------------------ TLS without certificates
+
+NO_CERT = "No certificate found, please set certs firstly!"
+
+
+def test_no_certificate_means_tls_off():
+    assert parse_tls(NO_CERT + "\n") == {"dev_id": None, "enabled": False, "certificates": False}
+    assert parse_tls("dev_id:4, tls switch[0](0:disable, 1:enable), tls preconfigured[1]")["certificates"]
+
+
+def test_read_config_of_a_device_without_certificates_whatever_the_exit_code():
+    fake = FakeHccn()
+    fake.no_cert = True
+    tool = HccnTool(fake, path="/x/hccn_tool", sleep=lambda _s: None)
+    assert tool.read_config(0)["tls"] is False
+    # TLS wanted off: nothing to set on such a device
+    result = HccnDevice(tool, 0).apply(dict(WANT))
+    assert ["-tls", "-s", "enable", "0"] not in result["commands"]
+
+
+# ------------------------------------------------------------------ RDMA QoS
+
+@pytest.mark.parametrize("text", ["dscp:33 tc:2\n", "dscp 33 tc 2\n", "DSCP  TC\n33    2\n",
+                                  "dscp:32 tc:0\ndscp:33 tc:2\ndscp:34 tc:0\n"])
+def test_dscp_to_tc_layouts(text):
+    assert parse_dscp_to_tc(text, 33) == 2
+
+
+def test_qos_outputs_and_unreadable_lines():
+    assert parse_prio_tc("prio_tc map 0,0,1,1,2,2,3,3\n") == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert parse_pfc("pfc priority 0,0,0,0,1,0,0,0\n") == [0, 0, 0, 0, 1, 0, 0, 0]
+    assert parse_mtu("mtu:9000\n") == 9000
+    with pytest.raises(HccnParseError, match="no line for dscp 33"):
+        parse_dscp_to_tc("dscp:32 tc:0\n", 33)
+    with pytest.raises(HccnParseError, match="'pfc is off'"):
+        parse_pfc("pfc is off\n")
+    with pytest.raises(HccnParseError, match="'MTU unknown'"):
+        parse_mtu("MTU unknown\n")
+
+
+QOS = {"rdma_dscp": 33, "rdma_priority": 4, "mtu": 9000}
+
+
+def test_qos_set_only_what_differs_and_read_back():
+    fake = FakeHccn()
+    tool = HccnTool(fake, path="/x/hccn_tool", sleep=lambda _s: None)
+    result = HccnDevice(tool, 0).apply(dict(WANT, **QOS))
+    # priority 4 is class 2 on this port (-prio_tc): DSCP 33 goes to class 2, PFC on for priority 4
+    assert result["before"]["rdma_priority_tc"] == 2 and result["before"]["rdma_dscp_tc"] == 0
+    assert [c for c in result["commands"] if c[0] in ("-dscp_to_tc", "-pfc", "-mtu")] == [
+        ["-dscp_to_tc", "-s", "dscp", "33", "tc", "2"],
+        ["-pfc", "-s", "priority", "1,0,0,0,1,0,0,0"],  # the site's PFC on priority 0 stays
+        ["-mtu", "-s", "size", "9000"]]
+    assert result["after"]["rdma_dscp_tc"] == 2 and result["after"]["pfc"][4] == 1
+    assert result["after"]["mtu"] == 9000
+    again = HccnDevice(tool, 0).apply(dict(WANT, **QOS))
+    assert not again["changed"] and again["commands"] == []
+    # drift: another MTU only
+    fake.qos["mtu"] = 1500
+    assert HccnDevice(tool, 0).apply(dict(WANT, **QOS))["commands"] == [["-mtu", "-s", "size", "9000"]]
+
+
+def test_qos_check_mode_and_read_back_failure():
+    fake = FakeHccn()
+    tool = HccnTool(fake, path="/x/hccn_tool", sleep=lambda _s: None)
+    checked = HccnDevice(tool, 0).apply(dict(QOS), check_mode=True)
+    assert checked["changed"] and all(c[1] == "-g" for c in fake.calls)
+    fake.ignore_mtu = True
+    with pytest.raises(HccnError, match="read back {'mtu': 1500}"):
+        HccnDevice(tool, 0).apply(dict(QOS))
+
+
+@pytest.mark.parametrize("want,needle", [
+    ({"rdma_dscp": 33}, "together"), ({"rdma_dscp": 64, "rdma_priority": 4}, "not a DSCP"),
+    ({"rdma_dscp": 33, "rdma_priority": 8}, "not a priority"), ({"mtu": 9800}, "68-9702")])
+def test_qos_bad_input_is_refused_before_any_call(want, needle):
+    fake = FakeHccn()
+    with pytest.raises(HccnError, match=needle):
+        HccnDevice(HccnTool(fake, path="/x/hccn_tool"), 0).apply(want)
+    assert fake.calls == []
+
+
+# ------------------------------------------------------------------ /etc/hccn.conf merged, not overwritten
+
+SITE_CONF = """# site file
+address_0=29.1.137.205
+netmask_0=255.255.0.0
+bitmap_0=0,0,0,1
+tls_enable_0=1
+address_1=29.1.137.206
+send_arp_status_1=1
+dscp_tc_custom=1
+"""
+
+
+def test_hccn_conf_merge_keeps_the_site_keys():
+    merged = merge_hccn_conf(SITE_CONF, {0: {"address": "10.0.0.1", "netmask": "255.255.255.0", "tls_enable": 0},
+                                         1: {"address": "10.0.0.2", "netmask": "255.255.255.0", "tls_enable": 0}})
+    lines = merged.splitlines()
+    assert lines[:5] == ["# site file", "address_0=10.0.0.1", "netmask_0=255.255.255.0", "bitmap_0=0,0,0,1",
+                         "tls_enable_0=0"]
+    assert "send_arp_status_1=1" in lines and "dscp_tc_custom=1" in lines
+    assert lines[-2:] == ["netmask_1=255.255.255.0", "tls_enable_1=0"]
+    conf = parse_hccn_conf(merged)
+    assert conf[1]["address"] == "10.0.0.2" and conf[0]["bitmap"] == "0,0,0,1"
+    # merging again changes nothing
+    assert merge_hccn_conf(merged, {0: {"address": "10.0.0.1"}}) == merged
+    assert merge_hccn_conf("", {0: {"address": "10.0.0.1"}}) == "address_0=10.0.0.1\n"

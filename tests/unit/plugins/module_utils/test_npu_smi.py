@@ -229,3 +229,29 @@ def test_npu_smi_info_chip_row_first_is_an_error():
     text = "\n".join(lines[:6] + [lines[7]] + lines[6:]) + "\n"
     with pytest.raises(NpuSmiFormatError, match="chip row before any NPU row"):
         parse_npu_smi_info(text)
+
+
+def test_npu_named_with_digits_only_is_an_npu_row():
+    """Atlas 300I (310): the model name is all digits, so "| 0  310 | OK |" has two integers in its
+    first cell, as a "Chip Device" row does; the Health cell tells them apart."""
+    text = fixture("npu_smi_info_310p.txt").replace("310P3", "310  ")
+    parsed = parse_npu_smi_info(text)
+    assert [(n["npu_id"], n["name"], n["chip_count"]) for n in parsed["npus"]] == [(8, "310", 2), (9, "310", 2)]
+    assert [(c["npu_id"], c["chip_id"], c["device_id"]) for c in parsed["chips"]] == [
+        (8, 0, 0), (8, 1, 1), (9, 0, 2), (9, 1, 3)]
+    # a redacted Bus-Id is still a chip row
+    redacted = text.replace("0000:01:00.0", "XXXX").replace("0000:02:00.0", "****")
+    assert len(parse_npu_smi_info(redacted)["chips"]) == 4
+
+
+SPOD_INFO = "SDID : 16777216\nSuper Pod Size : 384\nSuper Pod ID : 0\nServer Index : 4\n"
+
+
+def test_spod_info_as_the_hccl_guide_prints_it():
+    from ansible_collections.ascendops.cluster.plugins.module_utils.npu_smi import parse_npu_smi_spod_info
+    assert parse_npu_smi_spod_info(SPOD_INFO) == {"super_device_id": "16777216", "super_pod_size": "384",
+                                                  "super_pod_id": "0", "server_index": "4"}
+    # wider spacing, as npu-smi pads its keys
+    assert parse_npu_smi_spod_info("SDID                 : 3\nSuper Pod ID         : 1\n")["super_device_id"] == "3"
+    with pytest.raises(ValueError, match="no SDID line.*'Error: not supported'"):
+        parse_npu_smi_spod_info("Error: not supported\n")

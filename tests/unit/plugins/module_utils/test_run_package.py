@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from ansible_collections.ascendops.cluster.plugins.module_utils.run_package import (
     DEFAULT_INSTALL_LOG,
+    INSTALLER_FLAGS,
+    PACKAGE_KINDS,
+    PACKAGE_NAME_TABLE,
+    PROMPT_REGEX,
+    InstallerFlagError,
+    accepts,
     check_output_ok,
     classify_installer_output,
+    installer_args,
+    package_filename,
     parse_package_filename,
+    refused_flags,
 )
 
 # ------------------------------------------------------------------ package names
@@ -223,3 +234,105 @@ def test_archive_check_output():
     assert not check_output_ok(2, "Verifying archive integrity...Error in SHA256 checksums: a is different from b\n")
     assert not check_output_ok(0, "", "Error in MD5 checksums")
     assert not check_output_ok(0, "[ERROR]archive damaged")
+
+
+# ------------------------------------------------------------------ one name table, both directions
+
+@pytest.mark.parametrize("version", ["7.0.0", "8.0.RC3", "8.0.0", "8.2.RC1", "8.3.T5.0.B028", "8.0.0.alpha002",
+                                     "8.5.0", "9.0.0"])
+@pytest.mark.parametrize("chip", ["910b", "a3", "A3", "310p"])
+@pytest.mark.parametrize("arch", ["aarch64", "x86_64"])
+def test_every_generated_cann_name_parses_back(version, chip, arch):
+    from ansible_collections.ascendops.cluster.plugins.filter.packages import cann_package_files
+    files = cann_package_files(version, chip, arch)
+    toolkit = parse_package_filename(files["toolkit"])
+    kernels = parse_package_filename(files["kernels"])
+    assert tuple(toolkit) == ("toolkit", version, arch, None)
+    assert kernels.kind == "kernels" and kernels.version == version
+    assert kernels.model == chip.lower()
+    assert kernels.arch in (arch, None)
+
+
+@pytest.mark.parametrize("name,expected", [
+    # CANN 8.5+: the operator package, with the published capital A3
+    ("Ascend-cann-A3-ops_8.5.0_linux-aarch64.run", ("kernels", "8.5.0", "aarch64", "a3")),
+    ("Ascend-cann-910b-ops_8.5.0_linux-x86_64.run", ("kernels", "8.5.0", "x86_64", "910b")),
+    # A3 before 8.5
+    ("Atlas-A3-cann-kernels_8.2.RC1_linux-aarch64.run", ("kernels", "8.2.RC1", "aarch64", "a3")),
+])
+def test_published_cann_names(name, expected):
+    assert tuple(parse_package_filename(name)) == expected
+
+
+def test_package_filename_fills_the_same_table():
+    assert package_filename("kernels", "ops", "8.5.0", "aarch64", "A3") == "Ascend-cann-A3-ops_8.5.0_linux-aarch64.run"
+    for kind, layout, _template in PACKAGE_NAME_TABLE:
+        name = package_filename(kind, layout, "8.0.0", "aarch64", "910b")
+        assert parse_package_filename(name).kind == kind
+    with pytest.raises(ValueError, match="no published file name"):
+        package_filename("kernels", "nope", "8.0.0")
+
+
+# ------------------------------------------------------------------ installer flags per kind
+
+def test_docker_runtime_gets_no_nox11():
+    assert installer_args("docker_runtime", "install") == ["--install", "--quiet"]
+    assert installer_args("docker_runtime", "upgrade", "/opt/Ascend", scene="docker") == [
+        "--upgrade", "--install-path=/opt/Ascend", "--install-scene=docker", "--quiet"]
+    with pytest.raises(InstallerFlagError, match="docker_runtime installer does not accept --nox11"):
+        installer_args("docker_runtime", "install", extra_args=["--nox11"])
+    with pytest.raises(InstallerFlagError, match="--install-username"):
+        installer_args("docker_runtime", "install", username="u", usergroup="g")
+    # --install-for-all is dropped for kinds that take no such flag
+    assert "--install-for-all" not in installer_args("docker_runtime", "install", for_all=True)
+    assert "--install-for-all" not in installer_args("firmware", "install", for_all=True)
+
+
+def test_hdk_and_cann_flags():
+    assert installer_args("driver", "install", username="u", usergroup="g", for_all=True) == [
+        "--full", "--install-username=u", "--install-usergroup=g", "--install-for-all", "--quiet", "--nox11"]
+    # user flags only on a fresh install
+    assert installer_args("driver", "upgrade", username="u", usergroup="g", for_all=True) == [
+        "--upgrade", "--quiet", "--nox11"]
+    assert installer_args("toolkit", "install") == ["--install", "--quiet", "--nox11"]
+    assert refused_flags("firmware", ["--install-for-all", "--full", "--install-username=x"]) == [
+        "--install-for-all", "--install-username=x"]
+    with pytest.raises(InstallerFlagError):
+        installer_args("firmware", "install", username="u", usergroup="g")
+
+
+def test_every_kind_has_one_flag_row():
+    assert set(INSTALLER_FLAGS) == set(PACKAGE_KINDS)
+    for kind, flags in INSTALLER_FLAGS.items():
+        assert all(accepts(kind, f) for f in (flags.fresh, flags.upgrade) + tuple(flags.always))
+
+
+# ------------------------------------------------------------------ questions: answered or not
+
+EULA_ANSWERED = ("Do you accept the EULA to install this package? [y/N]y\n"
+                 "[INFO] user accepted EULA\n[INFO] Ascend Docker Runtime install success\n")
+
+
+def test_answered_eula_is_a_success():
+    v = classify_installer_output("docker_runtime", 0, EULA_ANSWERED)
+    assert v["success"] and v["prompt"] is None
+    assert v["answered_prompts"] == ["Do you accept the EULA to install this package? [y/N]y"]
+
+
+@pytest.mark.parametrize("out", [
+    "Do you accept the EULA to install this package? [y/N]\n",
+    "Do you accept the EULA to install this package? [y/N]",
+    "Do you accept the EULA to install this package? [y/N]\nEOF when reading a line\n",
+    "Do you accept the EULA to install this package? [y/N]y\nend of input\n",
+])
+def test_unanswered_question_is_a_failure_naming_it(out):
+    v = classify_installer_output("docker_runtime", 0, out)
+    assert not v["success"] and v["reason"] == "prompt"
+    assert v["prompt"] == "Do you accept the EULA to install this package? [y/N]"
+
+
+def test_run_command_prompt_regex_leaves_answered_questions_alone():
+    prompt = re.compile(PROMPT_REGEX, re.MULTILINE)
+    assert not prompt.search(EULA_ANSWERED)
+    assert prompt.search("Do you want to try build driver after input kernel absolute path? [y/n]")
+    assert prompt.search("Continue? [y/N]\n[ERROR]...")

@@ -126,7 +126,8 @@ FAKE_RUN = textwrap.dedent(r"""
         --install-username=*) user=${a#*=};;
         --install-usergroup=*) group=${a#*=};;
         --install-for-all) forall=y;;
-        --install-scene=*|--quiet|--nox11|--feature=*) ;;
+        --nox11) if [ "$KIND" = docker_runtime ]; then echo "Unrecognized flag : $a" >&2; exit 1; fi;;
+        --install-scene=*|--quiet) ;;
         *) echo "usage: $0 --full|--install|--upgrade [options]"; echo "[ERROR]unknown flag $a"; exit 1;;
       esac
     done
@@ -139,7 +140,7 @@ FAKE_RUN = textwrap.dedent(r"""
       toolkit) rec="$path/ascend-toolkit/latest/$ARCH-linux/ascend_toolkit_install.info"
                same="$path/ascend-toolkit/$VERSION/$ARCH-linux/ascend_toolkit_install.info";;
       kernels) rec="$path/ascend-toolkit/latest/opp_kernel/version.info";;
-      docker_runtime) rec="$path/Ascend-Docker-Runtime/version.info";;
+      docker_runtime) rec="$path/Ascend-Docker-Runtime/ascend_docker_runtime_install.info";;
     esac
     if [ "$action" != "$fresh" ] && [ "$action" != upgrade ]; then
       echo "usage: $0 --$fresh|--upgrade"; exit 1
@@ -151,7 +152,8 @@ FAKE_RUN = textwrap.dedent(r"""
       echo "[ERROR]--upgrade cannot be used with --install-username, --install-usergroup or --install-for-all"; exit 1
     fi
     # CANN toolkit versions install side by side: only the same version counts as installed
-    if [ "$action" = "$fresh" ] && [ -f "${same:-$rec}" ]; then
+    # the docker runtime accepts a second --install silently (as the vendor's does)
+    if [ "$action" = "$fresh" ] && [ -f "${same:-$rec}" ] && [ "$KIND" != docker_runtime ]; then
       echo "[ERROR]$KIND is already installed, use --upgrade"; exit 1
     fi
     if [ "$action" = upgrade ] && [ ! -f "$rec" ]; then
@@ -173,6 +175,9 @@ FAKE_RUN = textwrap.dedent(r"""
       printf 'package_name=Ascend-cann-toolkit\nversion=%s\narch=%s\n' "$VERSION" "$ARCH" \
         > "$path/ascend-toolkit/$VERSION/$ARCH-linux/ascend_toolkit_install.info"
       ln -sfn "$VERSION" "$path/ascend-toolkit/latest"
+    elif [ "$KIND" = docker_runtime ]; then
+      mkdir -p "$(dirname "$rec")"
+      printf 'version=v%s\narch=%s\nos=linux\n' "$VERSION" "$ARCH" > "$rec"
     else
       mkdir -p "$(dirname "$rec")"
       printf 'Version=%s\n' "$VERSION" > "$rec"
@@ -180,6 +185,11 @@ FAKE_RUN = textwrap.dedent(r"""
     case "$MODE" in
       nosuccess) exit 0;;
       rc3) exit 3;;
+      eula)
+        echo "Do you accept the EULA to install this package? [y/N]y"
+        echo "[INFO] user accepted EULA"
+        echo "[INFO] Ascend Docker Runtime install success"
+        exit 0;;
       immediate)
         echo "[Driver] [2025-07-17 10:35:22] [INFO]driver install type: DKMS"
         echo "[Driver] [2025-07-17 10:36:30] [INFO]upgradePercentage:100%"

@@ -9,6 +9,7 @@ import pwd
 import time
 
 import pytest
+from ansible_collections.ascendops.cluster.plugins.module_utils import package_install
 from ansible_collections.ascendops.cluster.plugins.modules import ascend_package
 from ansible_collections.ascendops.cluster.tests.unit.plugins.modules.ascend_module_harness import (
     fixture_text,
@@ -61,16 +62,21 @@ def open_stdin():
         os.close(write_end)
 
 
+RECORDS = {"driver": ("driver", "version.info", "Version={}\n"),
+           "firmware": ("firmware", "version.info", "Version={}\n"),
+           "docker_runtime": ("Ascend-Docker-Runtime", "ascend_docker_runtime_install.info", "version=v{}\n")}
+
+
 def installed(root, kind, version):
-    rel = {"driver": "driver", "firmware": "firmware", "docker_runtime": "Ascend-Docker-Runtime"}[kind]
+    rel, name, line = RECORDS[kind]
     os.makedirs(os.path.join(root, rel), exist_ok=True)
-    with open(os.path.join(root, rel, "version.info"), "w") as handle:
-        handle.write(f"Version={version}\n")
+    with open(os.path.join(root, rel, name), "w") as handle:
+        handle.write(line.format(version))
 
 
 def read_version(root, kind):
-    rel = {"driver": "driver", "firmware": "firmware", "docker_runtime": "Ascend-Docker-Runtime"}[kind]
-    with open(os.path.join(root, rel, "version.info")) as handle:
+    rel, name, _line = RECORDS[kind]
+    with open(os.path.join(root, rel, name)) as handle:
         return handle.read()
 
 
@@ -241,6 +247,7 @@ def test_missing_package_fails_on_a_real_run(run, tmp_path):
 
 def test_default_install_path_not_passed(run_module, make_package, tmp_path, root, monkeypatch):
     # the vendor default, moved into tmp_path so that the host's /usr/local/Ascend does not matter
+    monkeypatch.setattr(package_install, "DEFAULT_INSTALL_PATH", root)
     monkeypatch.setattr(ascend_package, "DEFAULT_INSTALL_PATH", root)
     pkg = make_package(DRIVER, "driver", "24.1.rc1")
     res = run_module(ascend_package.main, {"path": pkg.path, "install_info": str(tmp_path / "none")},
@@ -352,7 +359,8 @@ def test_firmware_refuses_user_flags(run, make_package, root, options):
     pkg = make_package(FIRMWARE, "firmware", "7.5.0.2.220")
     res = run(pkg, **options)
     assert res["failed"]
-    assert "firmware" in res["msg"] and "--full or --upgrade" in res["msg"] or "no user flags" in res["msg"]
+    assert "firmware" in res["msg"]
+    assert "not accepted by the firmware installer" in res["msg"] or "no user flags" in res["msg"]
     assert pkg.argvs() == []  # refused before anything ran
 
 
@@ -513,17 +521,51 @@ def test_kernels_name_without_arch(run, make_package, root):
 
 
 def test_docker_runtime_scene(run, make_package, root):
+    # the runtime's own header rejects --nox11 (exit 1): it gets --quiet alone
     pkg = make_package(RUNTIME, "docker_runtime", "6.0.0")
     res = run(pkg, install_scene="containerd")
     assert not res.get("failed"), res.get("msg")
-    assert pkg.argvs()[-1] == ["--install", f"--install-path={root}", "--install-scene=containerd",
-                               "--quiet", "--nox11"]
+    assert pkg.argvs()[-1] == ["--install", f"--install-path={root}", "--install-scene=containerd", "--quiet"]
     assert res["reboot_required"] is False
     installed(root, "docker_runtime", "5.0.0")
     res = run(pkg, install_scene="containerd")
     assert res["action"] == "upgrade"
-    assert pkg.argvs()[-1] == ["--upgrade", f"--install-path={root}", "--install-scene=containerd",
-                               "--quiet", "--nox11"]
+    assert pkg.argvs()[-1] == ["--upgrade", f"--install-path={root}", "--install-scene=containerd", "--quiet"]
+
+
+@pytest.mark.parametrize("options", [
+    {"extra_args": ["--nox11"]},
+    {"install_username": USER, "install_usergroup": GROUP},
+    {"extra_args": ["--install-for-all"]},
+])
+def test_docker_runtime_gets_only_its_flags(run, make_package, options):
+    pkg = make_package(RUNTIME, "docker_runtime", "6.0.0")
+    res = run(pkg, **options)
+    assert res["failed"] and "docker_runtime" in res["msg"]
+    assert pkg.argvs() == []  # refused before anything ran
+
+
+def test_docker_runtime_install_for_all_is_not_passed(run, make_package, root):
+    pkg = make_package(RUNTIME, "docker_runtime", "6.0.0")
+    res = run(pkg, install_for_all=True)
+    assert not res.get("failed"), res.get("msg")
+    assert "--install-for-all" not in pkg.argvs()[-1]
+
+
+def test_docker_runtime_version_from_its_install_record(run, make_package, root):
+    """The vendor's record is Ascend-Docker-Runtime/ascend_docker_runtime_install.info, version=v6.0.0."""
+    rt = os.path.join(root, "Ascend-Docker-Runtime")
+    os.makedirs(rt, exist_ok=True)
+    with open(os.path.join(rt, "ascend_docker_runtime_install.info"), "w") as handle:
+        handle.write("version=v6.0.0\narch=x86_64\nos=linux\npath=" + rt + "\n"
+                     "build=Ascend-docker-runtime_6.0.0-x86_64\na500=n\n")
+    pkg = make_package(RUNTIME, "docker_runtime", "6.0.0")
+    res = run(pkg)
+    assert not res.get("failed"), res.get("msg")
+    assert res["action"] == "none" and not res["changed"]
+    assert res["version_before"] == "v6.0.0"
+    assert [a for a in pkg.argvs() if a != ["--check"]] == []
+    assert run(make_package(RUNTIME.replace("6.0.0", "7.0.0"), "docker_runtime", "7.0.0"))["action"] == "upgrade"
 
 
 def test_install_scene_only_for_docker_runtime(run, make_package):
@@ -535,9 +577,16 @@ def test_install_scene_only_for_docker_runtime(run, make_package):
 
 def test_extra_args_before_quiet(run, make_package, root):
     pkg = make_package(DRIVER, "driver", "24.1.rc1")
-    res = run(pkg, extra_args=["--feature=all"])
+    res = run(pkg, extra_args=["--install-for-all"])
     assert not res.get("failed"), res.get("msg")
-    assert pkg.argvs()[-1] == ["--full", f"--install-path={root}", "--feature=all", "--quiet", "--nox11"]
+    assert pkg.argvs()[-1] == ["--full", f"--install-path={root}", "--install-for-all", "--quiet", "--nox11"]
+
+
+def test_extra_args_the_installer_does_not_accept(run, make_package):
+    pkg = make_package(DRIVER, "driver", "24.1.rc1")
+    res = run(pkg, extra_args=["--feature=all"])
+    assert res["failed"] and "--feature=all" in res["msg"] and "driver installer" in res["msg"]
+    assert pkg.argvs() == []
 
 
 # ------------------------------------------------------------------ option validation and file handling
@@ -611,3 +660,20 @@ def test_version_warning_when_record_disagrees(run, make_package, root):
     assert not res.get("failed"), res.get("msg")
     assert res["version"] == "24.1.rc2" and res["version_after"] == "24.1.rc1"
     assert any("24.1.rc2" in w for w in res["warnings"])
+
+
+def test_answered_eula_question_is_a_success(run, make_package, root):
+    """A 26.x runtime installer that logs the EULA question answered ([y/N]y), then success."""
+    pkg = make_package(RUNTIME, "docker_runtime", "6.0.0", mode="eula")
+    res = run(pkg)
+    assert not res.get("failed"), res.get("msg")
+    assert res["changed"] and res["version_after"] == "v6.0.0"
+
+
+def test_second_run_of_an_unchanged_runtime_installs_nothing(run, make_package, root):
+    """The runtime installer would accept a second --install silently: only the record check keeps it at none."""
+    pkg = make_package(RUNTIME, "docker_runtime", "6.0.0")
+    assert run(pkg)["action"] == "install"
+    res = run(pkg)
+    assert res["action"] == "none" and not res["changed"]
+    assert [a for a in pkg.argvs() if a != ["--check"]] == [["--install", f"--install-path={root}", "--quiet"]]

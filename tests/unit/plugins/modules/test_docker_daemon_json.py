@@ -68,3 +68,37 @@ def test_refuses_a_file_that_is_not_a_json_object(run_module, tmp_path):
     result = run_module(docker_daemon_json.main, {"path": str(path), "settings": ASCEND})
     assert result["failed"] is True and "not an object" in result["msg"] and str(path) in result["msg"]
     assert path.read_text() == '["not", "an", "object"]'
+
+
+def test_a_new_file_gets_the_vendor_mode(run_module, tmp_path):
+    path = tmp_path / "etc" / "docker" / "daemon.json"
+    run_module(docker_daemon_json.main, {"path": str(path), "settings": {"live-restore": True}})
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_the_site_mode_is_applied_alone_and_in_check_mode_only_reported(run_module, tmp_path):
+    path = _site(tmp_path)
+    run_module(docker_daemon_json.main, {"path": str(path), "settings": ASCEND})
+    checked = run_module(docker_daemon_json.main, {"path": str(path), "settings": ASCEND, "mode": "0600"},
+                         check_mode=True)
+    assert checked["changed"] is True and stat.S_IMODE(os.stat(path).st_mode) == 0o644
+    done = run_module(docker_daemon_json.main, {"path": str(path), "settings": ASCEND, "mode": "0600"})
+    assert done["changed"] is True and stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    # a mode change alone changes no key: nothing for the engine to reload or restart
+    assert done["changed_keys"] == [] and done["restart_required"] is False
+    again = run_module(docker_daemon_json.main, {"path": str(path), "settings": ASCEND, "mode": "0600"})
+    assert again["changed"] is False
+
+
+def test_reloadable_keys_need_no_restart(run_module, tmp_path):
+    path = _site(tmp_path)
+    settings = dict(ASCEND, **{"live-restore": True})
+    result = run_module(docker_daemon_json.main, {"path": str(path), "settings": settings})
+    assert result["changed_keys"] == ["default-runtime", "live-restore", "log-opts", "runtimes"]
+    # log-opts is not applied by a reload
+    assert result["restart_required"] is True
+    result = run_module(docker_daemon_json.main, {"path": str(path), "settings": {"live-restore": False,
+                                                                                  "labels": ["x"]}})
+    assert result["changed_keys"] == ["labels", "live-restore"] and result["restart_required"] is False
+    result = run_module(docker_daemon_json.main, {"path": str(path), "settings": {"bip": None}})
+    assert result["changed_keys"] == ["bip"] and result["restart_required"] is True

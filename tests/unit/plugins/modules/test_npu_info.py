@@ -6,6 +6,7 @@ import os
 import shlex
 
 import pytest
+from ansible_collections.ascendops.cluster.plugins.module_utils import npu_info as npu_info_utils
 from ansible_collections.ascendops.cluster.plugins.modules import npu_info
 from ansible_collections.ascendops.cluster.tests.unit.plugins.modules.ascend_module_harness import (
     fixture_text,
@@ -95,7 +96,7 @@ def test_bare_node(run_module, node):
 
 
 def test_bare_node_default_lookup(run_module, node, monkeypatch):
-    monkeypatch.setattr(npu_info, "NPU_SMI_DIRS", [str(node.tmp / "local-bin"), str(node.tmp / "local-sbin")])
+    monkeypatch.setattr(npu_info_utils, "NPU_SMI_DIRS", [str(node.tmp / "local-bin"), str(node.tmp / "local-sbin")])
     res = run_module(npu_info.main, node.args())
     if res["npu_smi"]["path"]:  # pragma: no cover - a real npu-smi in /usr/local/bin on the test host
         pytest.skip("npu-smi installed on this host")
@@ -270,6 +271,33 @@ def test_a3_chips(run_module, node):
     assert {(u["npu_id"], u["chip_id"]) for u in res["unhealthy"]} == {(1, 0), (1, 1)}
 
 
+def test_a3_super_device_ids_read_from_spod_info(run_module, node, tmp_path):
+    """Each chip's SDID from `npu-smi info -t spod-info -i <npu> -c <chip>`, never computed."""
+    table = tmp_path / "table.out"
+    table.write_text(fixture_text("npu_smi_info_a3.txt"))
+    script = (
+        "#!/bin/sh\n"
+        f'if [ "$2" = "-t" ] && [ "$3" = "spod-info" ]; then\n'
+        '  echo "SDID                 : $((7000 + $5 * 10 + $7))"\n'
+        '  echo "Super Pod Size       : 384"\n  echo "Super Pod ID         : 2"\n  echo "Server Index         : 5"\n'
+        "  exit 0\nfi\n"
+        f"cat {shlex.quote(str(table))}\n")
+    smi = write_script(node.bin / "npu-smi", script)
+    res = run_module(npu_info.main, node.args(npu_smi=smi, spod_info=True))
+    assert not res.get("failed"), res.get("msg")
+    assert [(c["npu_id"], c["chip_id"], c["super_device_id"]) for c in res["chips"]] == [
+        (0, 0, "7000"), (0, 1, "7001"), (1, 0, "7010"), (1, 1, "7011")]
+    assert {c["super_pod_id"] for c in res["chips"]} == {"2"}
+    # without the option nothing is asked
+    assert "super_device_id" not in run_module(npu_info.main, node.args(npu_smi=smi))["chips"][0]
+
+
+def test_a3_spod_info_that_does_not_answer_fails_naming_the_command(run_module, node):
+    node.smi(fixture_text("npu_smi_info_a3.txt"))  # answers every call with the table: no SDID line
+    res = run_module(npu_info.main, node.args(spod_info=True))
+    assert res["failed"] and "info -t spod-info -i 0 -c 0" in res["msg"] and "no SDID line" in res["msg"]
+
+
 def test_firmware_rule_with_several_components_per_device(run_module, node, tmp_path):
     """nve reports its own numbering; the main components report the package version. The same
     rule decides firmware.active and the reboot reasons."""
@@ -309,7 +337,7 @@ def test_toolkit_kernels_runtime_through_latest_link(run_module, node):
     node.put("cann-9.0.0/opp_kernel/version.info", "Version=9.0.0\n")
     os.makedirs(os.path.join(node.root, "ascend-toolkit"))
     os.symlink(os.path.join("..", "cann-9.0.0"), os.path.join(node.root, "ascend-toolkit", "latest"))
-    node.put("Ascend-Docker-Runtime/version.info", "Version=6.0.0\n")
+    node.put("Ascend-Docker-Runtime/ascend_docker_runtime_install.info", "version=v6.0.0\narch=aarch64\nos=linux\n")
     res = run_module(npu_info.main, node.args())
     assert res["toolkit"]["installed"] is True
     assert res["toolkit"]["version"] == "9.0.0"
@@ -317,7 +345,7 @@ def test_toolkit_kernels_runtime_through_latest_link(run_module, node):
     assert res["toolkit"]["arch"] == "aarch64"
     assert res["toolkit"]["info"]["package_name"] == "Ascend-cann-toolkit"
     assert res["kernels"] == {"installed": True, "version": "9.0.0"}
-    assert res["docker_runtime"] == {"installed": True, "version": "6.0.0"}
+    assert res["docker_runtime"] == {"installed": True, "version": "v6.0.0"}
 
 
 def test_check_mode_same_result(run_module, node):
