@@ -124,6 +124,7 @@ import os  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_collect import Collector  # noqa: E402
 from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import discover_devices  # noqa: E402
+from ansible_collections.ascendops.cluster.plugins.module_utils.vendor_command import vendor_runner  # noqa: E402
 
 
 def main():
@@ -149,10 +150,7 @@ def main():
     params = dict(module.params)
     params["hccn_tool"] = params["hccn_tool"] or os.path.join(params["install_path"], "driver", "tools", "hccn_tool")
 
-    def run(argv, cwd=None):
-        return module.run_command(argv, cwd=cwd)
-
-    result = Collector(run, params, discover_devices()).collect(params["bundle"], check_mode=module.check_mode)
+    result = Collector(vendor_runner(module), params, discover_devices()).collect(params["bundle"], check_mode=module.check_mode)
     module.exit_json(**result)
 
 
