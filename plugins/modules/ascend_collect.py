@@ -150,7 +150,8 @@ def main():
     params = dict(module.params)
     params["hccn_tool"] = params["hccn_tool"] or os.path.join(params["install_path"], "driver", "tools", "hccn_tool")
 
-    result = Collector(vendor_runner(module), params, discover_devices()).collect(params["bundle"], check_mode=module.check_mode)
+    collector = Collector(vendor_runner(module), params, discover_devices())
+    result = collector.collect(params["bundle"], check_mode=module.check_mode)
     module.exit_json(**result)
 
 
