@@ -232,7 +232,7 @@ def _verdict(nodes, timeline):
         hits = [(n, s) for n, r in nodes.items() for s in r["signals"] if s["layer"] == layer]
         if hits:
             node, sig = hits[0]
-            return {"node": node, "nodes": sorted({n for n, _ in hits}), "layer": layer, "basis": "state",
+            return {"node": node, "nodes": sorted({hit[0] for hit in hits}), "layer": layer, "basis": "state",
                     "reason": f"{sig['kind']}: {sig['detail']}", "evidence": None}
     primary = [e for e in timeline if not e["secondary"]]
     if primary:
@@ -242,7 +242,7 @@ def _verdict(nodes, timeline):
     failed = [(n, s) for n, r in nodes.items() for s in r["signals"] if s["kind"] == "job failed"]
     if failed:
         node, sig = failed[0]
-        return {"node": node, "nodes": [n for n, _ in failed], "layer": "trainer", "basis": "state",
+        return {"node": node, "nodes": [hit[0] for hit in failed], "layer": "trainer", "basis": "state",
                 "reason": f"{sig['kind']}: {sig['detail']}", "evidence": None}
     if timeline:
         e = timeline[0]

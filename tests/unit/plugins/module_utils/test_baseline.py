@@ -34,16 +34,16 @@ def test_first_measurement_becomes_the_baseline():
 
 @pytest.mark.parametrize("now,verdict", [(180.0, "ok"), (200.0, "ok"), (165.0, "warn"), (120.0, "fail")])
 def test_drops_beyond_the_tolerances_warn_or_fail_and_faster_is_fine(now, verdict):
-    store, _ = b.evaluate({}, "collective", {"16777216": 180.0}, CTX)
-    _, r = b.evaluate(store, "collective", {"16777216": now}, CTX, warn=0.05, fail=0.3)
+    store = b.evaluate({}, "collective", {"16777216": 180.0}, CTX)[0]
+    r = b.evaluate(store, "collective", {"16777216": now}, CTX, warn=0.05, fail=0.3)[1]
     assert r["verdict"] == verdict
     assert r["rows"][0]["ratio"] == pytest.approx(now / 180.0, abs=1e-4)
 
 
 def test_context_changes_are_shown_and_update_rerecords():
-    store, _ = b.evaluate({}, "training", {"tokens_per_s_per_device": 3000.0}, CTX)
+    store = b.evaluate({}, "training", {"tokens_per_s_per_device": 3000.0}, CTX)[0]
     ctx2 = dict(CTX, cann="8.3.RC1", world_size=24)
-    _, r = b.evaluate(store, "training", {"tokens_per_s_per_device": 2000.0, "mfu": 0.3}, ctx2)
+    r = b.evaluate(store, "training", {"tokens_per_s_per_device": 2000.0, "mfu": 0.3}, ctx2)[1]
     assert r["verdict"] == "fail"
     assert r["changed"] == {"cann": {"baseline": "8.2.RC1", "now": "8.3.RC1"},
                             "world_size": {"baseline": 16, "now": 24}}
