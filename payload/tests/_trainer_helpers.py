@@ -25,7 +25,8 @@ def free_port() -> int:
 
 def subprocess_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if k not in ("RANK_TABLE_FILE", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+           if k not in ("RANK_TABLE_FILE", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
+                        "TORCH_ELASTIC_SHUTDOWN_TIMEOUT") and not k.startswith("ASCENDOPS_")}
     env["PYTHONPATH"] = str(SRC) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.update({"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"})
     env.update(extra)
@@ -36,6 +37,16 @@ def torchrun_cmd(args: list[str], nproc: int = 2) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--node_rank", "0",
             "--nproc_per_node", str(nproc), "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
             "-m", "ascendops_trainer", *args]
+
+
+def launch_cmd(args: list[str], grace_s: float = 120, nproc: int = 2) -> list[str]:
+    """`ascendops-train launch --grace-s G -- <the torchrun arguments of torchrun_cmd>`."""
+    return [sys.executable, "-m", "ascendops_trainer", "launch", "--grace-s", str(grace_s), "--",
+            *torchrun_cmd(args, nproc)[3:]]
+
+
+def read_status(path: str | Path) -> dict:
+    return json.loads(Path(path).read_text())
 
 
 def train_args(data: str | Path, run_dir: str | Path, *extra: str) -> list[str]:

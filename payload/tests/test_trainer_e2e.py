@@ -11,7 +11,16 @@ import time
 from pathlib import Path
 
 import pytest
-from _trainer_helpers import STEPS, rank_table, read_metrics, subprocess_env, torchrun_cmd, train_args
+from _trainer_helpers import (
+    STEPS,
+    launch_cmd,
+    rank_table,
+    read_metrics,
+    read_status,
+    subprocess_env,
+    torchrun_cmd,
+    train_args,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -60,11 +69,14 @@ def test_checkpoints_rotate_and_latest_points_to_last(straight_run):
 
 
 def test_sigterm_then_resume_matches_uninterrupted(prepared, straight_run, tmp_path):
-    """2N steps straight == N(ish) steps, SIGTERM, resume to 2N: same losses, grad norms and LRs."""
+    """2N steps straight == N(ish) steps, SIGTERM, resume to 2N: same losses, grad norms and LRs.
+    Through `ascendops-train launch`: it exits 143 and the status file says stopped, with the checkpoint."""
     run = tmp_path / "run"
+    status_file = tmp_path / "status.json"
     log = open(tmp_path / "first.log", "w")
-    cmd = torchrun_cmd(train_args(prepared["data"], run))
-    proc = subprocess.Popen(cmd, env=subprocess_env(), stdout=log, stderr=subprocess.STDOUT)
+    cmd = launch_cmd(train_args(prepared["data"], run))
+    env = subprocess_env(ASCENDOPS_STATUS_FILE=str(status_file))
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     half = STEPS // 2
     try:
         deadline = time.time() + 180
@@ -74,23 +86,28 @@ def test_sigterm_then_resume_matches_uninterrupted(prepared, straight_run, tmp_p
             if (run / "metrics.jsonl").is_file() and max(read_metrics(run), default=0) >= half:
                 break
             time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)  # to torchrun, as a scheduler would; it forwards to the workers
+        proc.send_signal(signal.SIGTERM)  # to the launcher, as podman stop would; it forwards to torchrun
         proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
         log.close()
     first_log = (tmp_path / "first.log").read_text()
-    assert proc.returncode != 0  # stopped, not finished
+    assert proc.returncode == 143, first_log[-3000:]  # stopped after saving
     stopped = int((run / "checkpoints" / "latest").read_text().strip().split("_")[1])
     assert half <= stopped < STEPS, first_log[-3000:]
     assert f"SIGTERM: saving a checkpoint at step {stopped} and stopping" in first_log
     assert max(read_metrics(run)) == stopped
+    st = read_status(status_file)
+    assert (st["state"], st["exit_code"], st["step"], st["steps"]) == ("stopped", 143, stopped, STEPS)
+    assert (st["last_checkpoint"], st["last_checkpoint_step"]) == (f"step_{stopped:08d}", stopped)
+    assert st["reason"] == f"SIGTERM: stopped after saving step_{stopped:08d}" and st["completed_at"] is None
 
-    resumed = subprocess.run(cmd, env=subprocess_env(), capture_output=True, text=True, timeout=240)
+    resumed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
     out = resumed.stdout + resumed.stderr
     assert resumed.returncode == 0, out[-5000:]
     assert f"resumed from step_{stopped:08d}: step {stopped}" in out
+    assert read_status(status_file)["state"] == "completed"
 
     ref, got = read_metrics(straight_run), read_metrics(run)
     assert sorted(got) == list(range(1, STEPS + 1))
@@ -112,6 +129,7 @@ def test_export_loads_in_transformers_with_same_logits(prepared, straight_run):
     assert model.config.num_hidden_layers == 2 and model.config.rope_parameters["rope_theta"] == 500000.0
     written = json.loads((hf / "config.json").read_text())
     assert written["rope_theta"] == 500000.0 and written["rope_parameters"]["rope_theta"] == 500000.0
+    assert written["rope_scaling"] is None and written["torch_dtype"] == written["dtype"] == "float32"
     probe = load_file(str(hf / "export_probe.safetensors"))  # logits the DeepSpeed engine gave at export
     with torch.no_grad():
         logits = model(input_ids=probe["input_ids"]).logits.float()
@@ -308,16 +326,19 @@ def test_resume_with_another_world_size_is_refused_clearly(prepared, straight_ru
 
 def test_nonfinite_loss_stops_without_becoming_the_newest_checkpoint(prepared, tmp_path):
     """A learning rate of 1e4 without clipping diverges within a few steps. The run stops with exit code 4
-    and a message; every step before is saved (interval 1, keep 2), the bad one is not."""
+    and a message; every step before is saved (interval 1, keep 2), the bad one is not. 2 ranks under
+    `ascendops-train launch`: torchrun only says a worker failed (1); the launcher returns the trainer's 4."""
     run = tmp_path / "run"
+    status_file = tmp_path / "status.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "ascendops_trainer", "train", "--preset", "debug", "--data", prepared["data"],
-         "--run-dir", str(run), "--steps", "30", "--lr", "1e4", "--optim.min_lr", "1e4",
-         "--optim.warmup_steps", "0", "--optim.grad_clip", "0", "--checkpoint.interval", "1",
-         "--checkpoint.keep", "2", "--metrics.tensorboard", "false"],
-        env=subprocess_env(), capture_output=True, text=True, timeout=180)
+        launch_cmd(["train", "--preset", "debug", "--data", prepared["data"],
+                    "--run-dir", str(run), "--steps", "30", "--lr", "1e4", "--optim.min_lr", "1e4",
+                    "--optim.warmup_steps", "0", "--optim.grad_clip", "0", "--checkpoint.interval", "1",
+                    "--checkpoint.keep", "2", "--metrics.tensorboard", "false"]),
+        env=subprocess_env(ASCENDOPS_STATUS_FILE=str(status_file)), capture_output=True, text=True, timeout=240)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 4, out[-3000:]
+    assert "torchrun exited 1;" in out  # what systemd would see without the launcher
     m = read_metrics(run)
     bad = max(m)
     assert bad < 30 and not (math.isfinite(m[bad]["loss"]) and math.isfinite(m[bad]["grad_norm"]))
@@ -327,3 +348,7 @@ def test_nonfinite_loss_stops_without_becoming_the_newest_checkpoint(prepared, t
     assert sorted(p.name for p in ckpt.glob("step_*")) == [f"step_{s:08d}" for s in (bad - 2, bad - 1) if s > 0]
     assert (f"non-finite loss or gradient norm by step {bad}" in out
             and f"the newest checkpoint stays step_{bad - 1:08d}" in out)
+    st = read_status(status_file)
+    assert (st["state"], st["exit_code"], st["step"]) == ("failed", 4, bad)
+    assert st["reason"].startswith(f"non-finite loss or gradient norm by step {bad}")
+    assert (st["last_checkpoint"], st["last_checkpoint_step"]) == (f"step_{bad - 1:08d}", bad - 1)

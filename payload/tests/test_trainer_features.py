@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import shutil
+import signal
 
 import _trainer_helpers  # noqa: F401  (puts payload/src on sys.path)
 import numpy as np
@@ -90,6 +91,42 @@ def test_chunked_cross_entropy_equals_full_logits():
     torch.testing.assert_close(cw, gw)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_chunked_cross_entropy_honours_ignore_index(dtype):
+    """Targets of -100 take no part: the mean is over the valid tokens, as F.cross_entropy computes it
+    (fp32 softmax over logits in the weights' dtype), in value and gradients; in fp32 and in bf16."""
+    import torch
+    import torch.nn.functional as F
+
+    from ascendops_trainer.kernels import chunked_cross_entropy
+
+    dt = getattr(torch, dtype)
+    g = torch.Generator().manual_seed(0)
+    h = torch.randn(3, 11, 16, generator=g).to(dt).requires_grad_()
+    w = torch.randn(50, 16, generator=g).to(dt).requires_grad_()
+    t = torch.randint(0, 50, (3, 11), generator=g)
+    t[0, :4] = -100  # e.g. a prompt, padding, a document boundary
+    t[2, 7] = -100
+    t[1, :] = -100  # a whole sample
+    ref = F.cross_entropy((h @ w.t()).float().reshape(-1, 50), t.reshape(-1))  # ignore_index=-100, mean
+    gh, gw = torch.autograd.grad(ref, (h, w))
+    got = chunked_cross_entropy(h, w, t, 7)
+    ch, cw = torch.autograd.grad(got, (h, w))
+    tol = {"rtol": 1e-5, "atol": 1e-6} if dt == torch.float32 else {"rtol": 2e-2, "atol": 2e-3}
+    torch.testing.assert_close(got, ref, **tol)
+    assert ch.dtype == dt and cw.dtype == dt
+    torch.testing.assert_close(ch, gh, **tol)
+    torch.testing.assert_close(cw, gw, **tol)
+    assert (ch[1] == 0).all() and (ch[0, :4] == 0).all()  # ignored positions get no gradient
+    # the mean is over valid tokens, not all: 33 tokens, 17 valid
+    plain = chunked_cross_entropy(h, w, torch.where(t < 0, 0, t), 7)
+    assert not torch.allclose(got.float(), plain.float())
+    # nothing valid: 0 with zero gradients (F.cross_entropy would give NaN and stop the run as non-finite)
+    none = chunked_cross_entropy(h, w, torch.full_like(t, -100), 7)
+    zh, zw = torch.autograd.grad(none, (h, w))
+    assert none.item() == 0.0 and not zh.any() and not zw.any()
+
+
 def test_model_loss_through_chunked_head_equals_stock_loss():
     import torch
 
@@ -137,7 +174,72 @@ def test_attn_implementation_auto():
         resolve_attn_implementation("flash_attention_2", "cpu")
 
 
+@pytest.mark.parametrize("scaled", [True, False])
+def test_export_config_reads_the_same_in_both_key_styles(tmp_path, scaled):
+    """The exported config.json carries rope_parameters + dtype (transformers >= 5) and rope_theta,
+    rope_scaling (Llama 3.1 `llama3`) + torch_dtype (transformers 4.x, vLLM, llama.cpp's converter).
+    Read back through each style alone, it is the same model."""
+    from transformers import LlamaConfig
+
+    from ascendops_trainer.checkpoint import _finish_export
+    from ascendops_trainer.model import normalize_rope_fields
+
+    llama31 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 8192}
+    legacy_in = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
+                 "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 512,
+                 "max_position_embeddings": 131072, "rope_theta": 500000.0,
+                 "rope_scaling": llama31 if scaled else None}
+    hf = build_hf_config(build_config({}).model)
+    cfg = LlamaConfig.from_dict({**hf.to_dict(), **normalize_rope_fields(legacy_in)})
+    _finish_export(tmp_path, cfg.to_dict(), "bf16", None, {})
+    written = json.loads((tmp_path / "config.json").read_text())
+    assert written["torch_dtype"] == written["dtype"] == "bfloat16" and written["rope_theta"] == 500000.0
+    assert written["rope_scaling"] == (llama31 if scaled else None)
+    assert written["rope_parameters"] == {**(llama31 if scaled else {"rope_type": "default"}), "rope_theta": 500000.0}
+    # transformers 5 on the file as written
+    t5 = LlamaConfig.from_pretrained(str(tmp_path))
+    assert t5.rope_parameters == written["rope_parameters"] and t5.max_position_embeddings == 131072
+    # a 4.x-style reader sees only the legacy keys; a 5-style one only rope_parameters: same RoPE
+    legacy_only = {k: v for k, v in written.items() if k != "rope_parameters"}
+    new_only = {k: v for k, v in written.items() if k not in ("rope_theta", "rope_scaling")}
+    assert normalize_rope_fields(legacy_only)["rope_parameters"] == normalize_rope_fields(new_only)["rope_parameters"]
+    assert LlamaConfig.from_dict(legacy_only).rope_parameters == t5.rope_parameters
+
+
 # ---------------------------------------------------------------- DeepSpeed config
+
+
+def test_npu_uses_torch_npu_fused_adamw_when_present(monkeypatch):
+    """On NPU the optimizer is torch_npu.optim.NpuFusedAdamW when torch_npu provides it (a stand-in
+    module here, no NPU), with our param groups; the switch and other devices give torch AdamW."""
+    import importlib.machinery
+    import sys
+    import types
+
+    import torch
+
+    from ascendops_trainer.engine import make_optimizer
+
+    class FakeNpuFusedAdamW(torch.optim.AdamW):
+        pass
+
+    npu = types.ModuleType("torch_npu")
+    npu.__spec__ = importlib.machinery.ModuleSpec("torch_npu", None)
+    optim = types.ModuleType("torch_npu.optim")
+    optim.NpuFusedAdamW = FakeNpuFusedAdamW
+    npu.optim = optim
+    monkeypatch.setitem(sys.modules, "torch_npu", npu)
+    monkeypatch.setitem(sys.modules, "torch_npu.optim", optim)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4))
+    cfg = build_config({"optim.lr": "0.01", "optim.weight_decay": "0.2"})
+    opt = make_optimizer(model, cfg, "npu")
+    assert type(opt) is FakeNpuFusedAdamW
+    assert [g["weight_decay"] for g in opt.param_groups] == [0.2, 0.0] and opt.defaults["lr"] == 0.01
+    assert type(make_optimizer(model, build_config({"parallel.fused_adam": "false"}), "npu")) is torch.optim.AdamW
+    assert type(make_optimizer(model, cfg, "cpu")) is torch.optim.AdamW
+    del optim.NpuFusedAdamW  # an older torch_npu without it
+    assert type(make_optimizer(model, cfg, "npu")) is torch.optim.AdamW
 
 
 def test_bf16_accumulates_and_reduces_gradients_in_fp32():
@@ -200,6 +302,43 @@ def test_visible_devices_in_a_container_with_a_subset_of_npus():
     assert check_rank_table(servers, launch, {"ASCEND_VISIBLE_DEVICES": "4,5"})["server_id"] == "10.0.0.11"
     with pytest.raises(RankTableError, match=r"would use device 1 \(ASCEND_VISIBLE_DEVICES=0,1\)"):
         check_rank_table(servers, launch, {"ASCEND_VISIBLE_DEVICES": "0,1"})
+
+
+def test_part_of_a_node_through_ascend_rt_visible_devices():
+    """A job on NPUs 4 and 5 of a node: ASCEND_RT_VISIBLE_DEVICES=4,5, the rank table names 4 and 5,
+    local rank i uses visible index i, whose physical id is what the table is checked against."""
+    from ascendops_trainer.parallel import check_visible_devices
+
+    servers = parse_rank_table(_trainer_helpers.rank_table([("10.0.0.11", [4, 5])]))
+    for local in (0, 1):
+        launch = LaunchInfo(rank=local, world_size=2, local_rank=local, local_world_size=2, node_rank=0,
+                            torchrun=True)
+        assert check_visible_devices(launch, {"ASCEND_RT_VISIBLE_DEVICES": "4,5"}) == 4 + local
+        assert check_rank_table(servers, launch, {"ASCEND_RT_VISIBLE_DEVICES": "4,5"})["server_id"] == "10.0.0.11"
+    with pytest.raises(RankTableError, match=r"rank 1 is device 5 on server 10.0.0.11, but this process "
+                                             r"\(LOCAL_RANK=1\) would use device 3 \(ASCEND_RT_VISIBLE_DEVICES=2,3\)"):
+        check_rank_table(servers, launch, {"ASCEND_RT_VISIBLE_DEVICES": "2,3"})
+    with pytest.raises(ConfigError, match=r"starts 2 processes on this node .* only 1 NPUs are visible "
+                                          r"\(ASCEND_RT_VISIBLE_DEVICES=4\); launch --nproc_per_node 1"):
+        check_rank_table(servers, launch, {"ASCEND_RT_VISIBLE_DEVICES": "4"})
+    assert check_visible_devices(launch, {}) is None  # nothing restricts: device = LOCAL_RANK
+
+
+def test_socket_interfaces_are_checked_before_the_process_group():
+    from ascendops_trainer.parallel import check_socket_ifnames
+
+    have = ["eth0", "ib0", "lo"]
+    env = {"GLOO_SOCKET_IFNAME": "eth0", "HCCL_SOCKET_IFNAME": "eth"}
+    assert check_socket_ifnames(env, have) == env
+    assert check_socket_ifnames({"HCCL_SOCKET_IFNAME": "=ib0"}, have) == {"HCCL_SOCKET_IFNAME": "=ib0"}
+    assert check_socket_ifnames({"HCCL_SOCKET_IFNAME": "^docker,lo"}, have)  # exclusions: nothing to check
+    with pytest.raises(ConfigError, match=r"GLOO_SOCKET_IFNAME=eth1: no interface eth1 on this host "
+                                          r"\(interfaces: eth0, ib0, lo\)"):
+        check_socket_ifnames({"GLOO_SOCKET_IFNAME": "eth1"}, have)
+    with pytest.raises(ConfigError, match="HCCL_SOCKET_IFNAME==eth1 matches no interface"):
+        check_socket_ifnames({"HCCL_SOCKET_IFNAME": "=eth1"}, have)
+    assert check_socket_ifnames({}, have) == {}
+    assert "lo" in check_socket_ifnames({"GLOO_SOCKET_IFNAME": "lo"})["GLOO_SOCKET_IFNAME"]  # this host's own list
 
 
 def test_rank_table_symlink_is_refused(tmp_path):
@@ -293,6 +432,39 @@ def test_old_version1_data_dir_still_loads(prepared, tmp_path):
     assert TokenDataset(str(d), split="val").num_tokens == 0
 
 
+def test_validation_split_is_checked_before_the_model_is_built(prepared, tmp_path, monkeypatch):
+    """train.eval_interval on data without a validation split: a config error before any model exists."""
+    import ascendops_trainer.model as model_mod
+    from ascendops_trainer.parallel import shutdown
+    from ascendops_trainer.train import train
+
+    d = tmp_path / "noval"
+    shutil.copytree(prepared["data"], d)
+    idx = json.loads((d / "index.json").read_text())
+    idx["val_shards"], idx["val_num_tokens"] = [], 0
+    (d / "index.json").write_text(json.dumps(idx))
+
+    def no_build(*a, **k):
+        raise AssertionError("the model was built before the data was checked")
+
+    monkeypatch.setattr(model_mod, "build_model", no_build)
+    env, sigterm = dict(os.environ), signal.getsignal(signal.SIGTERM)  # train() sets both; restored below
+    try:
+        cfg = build_config({"data.path": str(d), "run_dir": str(tmp_path / "run"), "train.eval_interval": "2",
+                            "metrics.tensorboard": "false"})
+        with pytest.raises(ConfigError, match="train.eval_interval is set but .* has no validation split"):
+            train(cfg)
+        # the training data too: fewer samples than one micro-step
+        cfg = build_config({"data.path": str(d), "run_dir": str(tmp_path / "run"), "data.seq_len": "1000000"})
+        with pytest.raises(ConfigError, match="fewer than one micro-step needs"):
+            train(cfg)
+    finally:
+        shutdown()
+        os.environ.clear()
+        os.environ.update(env)
+        signal.signal(signal.SIGTERM, sigterm)
+
+
 def test_packed_documents_line_up_inputs_targets_and_positions():
     """Document masking packs a micro-batch into one row. With an attention that masks by the position
     ids' segments (what the varlen flash kernel does on NPU), the packed loss equals the loss of the
@@ -334,6 +506,72 @@ def test_packed_documents_line_up_inputs_targets_and_positions():
         a, b = batch[:1, :10], batch[:1, 9:]
         parts = [causal_lm_loss(ref, a) * 9, causal_lm_loss(ref, b) * 7, causal_lm_loss(ref, batch[1:]) * 32]
         torch.testing.assert_close(causal_lm_loss(seg, batch, split), sum(parts) / 48)
+
+
+def test_packed_layout_lengths_once_per_micro_batch_and_the_kernel_limit():
+    from ascendops_trainer.data import pack_layout
+
+    pos = np.array([[0, 1, 2, 0, 1, 0, 1, 2, 3],  # sample 0: documents of 3, 2, 3 tokens (+ a target token)
+                    [0, 1, 2, 3, 0, 1, 2, 3, 4]])  # sample 1: 4 + 4 (each sample starts at position 0)
+    lay = pack_layout(pos, 2048)
+    assert lay.cu_seqlens.tolist() == [0, 3, 5, 8, 12, 16] and lay.max_len == 4 and lay.merged == 0
+    assert lay.cu_seqlens.dtype == np.int32 and lay.position_ids.shape == (1, 16)
+    np.testing.assert_array_equal(lay.position_ids[0], np.concatenate([pos[0, :-1], pos[1, :-1]]))
+    # over the kernel's limit: the shortest sequences join their predecessors until 3 remain
+    lim = pack_layout(pos, 3)
+    assert lim.merged == 2 and len(lim.cu_seqlens) == 4 and lim.cu_seqlens[-1] == 16
+    assert lim.cu_seqlens.tolist() == [0, 8, 12, 16]  # the 2-token one and then a 3-token one merged
+    starts = set(lim.cu_seqlens[:-1].tolist())
+    pid = lim.position_ids[0]
+    assert all((pid[i] == 0) == (i in starts) for i in range(16))  # positions restart exactly at the kept starts
+    assert lim.max_len == 8
+
+
+def test_packed_attention_gets_host_lengths_and_masks_documents():
+    """The varlen kwargs computed once per micro-batch reach every attention call as they are: CPU int32
+    lengths and Python-int maxima (so torch_npu's wrapper reads them without a device sync), and the
+    loss equals the documents run separately."""
+    import torch
+    import torch.nn.functional as F
+    from transformers import AttentionInterface
+
+    from ascendops_trainer.model import build_model
+    from ascendops_trainer.train import causal_lm_loss, packed_attention_kwargs
+
+    seen = []
+
+    def varlen_sdpa(module, q, k, v, attention_mask, scaling=None, dropout=0.0, **kwargs):
+        cu = kwargs["cu_seq_lens_q"]
+        seen.append((cu.device.type, cu.dtype, type(kwargs["max_length_q"]), kwargs["cu_seq_lens_k"] is cu))
+        n = q.size(2)
+        seg = torch.zeros(n, dtype=torch.long)
+        seg[cu[1:-1].long()] = 1
+        seg = seg.cumsum(0)
+        mask = torch.ones(n, n, dtype=torch.bool).tril() & (seg[:, None] == seg[None, :])
+        k = k.repeat_interleave(q.size(1) // k.size(1), dim=1)
+        v = v.repeat_interleave(q.size(1) // v.size(1), dim=1)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scaling)
+        return out.transpose(1, 2).contiguous(), None
+
+    AttentionInterface.register("ascendops_test_varlen_sdpa", varlen_sdpa)
+    cfg = build_config({"model.attn_implementation": "sdpa"})
+    torch.manual_seed(0)
+    ref = build_model(cfg.model, build_hf_config(cfg.model, "cpu"), torch.float32).eval()
+    hf = build_hf_config(cfg.model, "cpu")
+    hf._attn_implementation = "ascendops_test_varlen_sdpa"
+    var = build_model(cfg.model, hf, torch.float32).eval()
+    var.load_state_dict(ref.state_dict())
+    batch = torch.randint(0, 512, (3, 17), generator=torch.Generator().manual_seed(4))
+    pos = torch.arange(17).repeat(3, 1)
+    pos[0, 9:] = torch.arange(8)  # sample 0: two documents, split after token 8
+    packed = packed_attention_kwargs(pos, "npu", torch.device("cpu"))
+    with torch.no_grad():
+        got = causal_lm_loss(var, batch, packed=packed)
+        parts = [causal_lm_loss(ref, batch[:1, :10]) * 9, causal_lm_loss(ref, batch[:1, 9:]) * 7,
+                 causal_lm_loss(ref, batch[1:]) * 32]
+    torch.testing.assert_close(got, sum(parts) / 48)
+    assert packed["cu_seq_lens_q"].tolist() == [0, 9, 16, 32, 48] and packed["max_length_q"] == 16
+    assert seen == [("cpu", torch.int32, int, True)] * 2  # both layers, the same host tensor
 
 
 def test_image_env_check_names_what_is_needed(monkeypatch):

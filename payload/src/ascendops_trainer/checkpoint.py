@@ -288,17 +288,26 @@ def _write_safetensors_shards(tensors_iter, out: Path, max_shard_bytes: int) -> 
     (out / "model.safetensors.index.json").write_text(json.dumps(index, indent=1))
 
 
-def _finish_export(out: Path, hf_config_dict: dict[str, Any], dtype_name: str, tokenizer_dir: str | None,
-                   meta: dict[str, Any]) -> None:
-    cfg = dict(hf_config_dict)
-    cfg["dtype"] = "bfloat16" if dtype_name == "bf16" else "float32"
+def hf_config_for_readers(hf_config_dict: dict[str, Any], dtype_name: str) -> dict[str, Any]:
+    """config.json that every reader understands: transformers >= 5 reads `rope_parameters` and
+    `dtype`; transformers 4.x, vLLM and llama.cpp's convert_hf_to_gguf read the top-level
+    `rope_theta`, `rope_scaling` (Llama 3.1: {"rope_type": "llama3", "factor", "low_freq_factor",
+    "high_freq_factor", "original_max_position_embeddings"}; null without scaling) and `torch_dtype`."""
+    from .model import normalize_rope_fields
+
+    cfg = normalize_rope_fields(hf_config_dict)  # one place for RoPE, whatever layout came in
+    cfg["dtype"] = cfg["torch_dtype"] = "bfloat16" if dtype_name == "bf16" else "float32"
     cfg["architectures"] = ["LlamaForCausalLM"]
     cfg["use_cache"] = True
-    # Both RoPE layouts: transformers >= 5 reads rope_parameters; older transformers, vLLM, llama.cpp
-    # converters and MindSpeed read the top-level rope_theta.
-    rope = cfg.get("rope_parameters") or {}
-    if "rope_theta" in rope:
-        cfg["rope_theta"] = rope["rope_theta"]
+    rope = dict(cfg["rope_parameters"])
+    cfg["rope_theta"] = rope.pop("rope_theta")
+    cfg["rope_scaling"] = rope if rope.get("rope_type", "default") != "default" else None
+    return cfg
+
+
+def _finish_export(out: Path, hf_config_dict: dict[str, Any], dtype_name: str, tokenizer_dir: str | None,
+                   meta: dict[str, Any]) -> None:
+    cfg = hf_config_for_readers(hf_config_dict, dtype_name)
     (out / "config.json").write_text(json.dumps(cfg, indent=1))
     if tokenizer_dir and os.path.isdir(tokenizer_dir):
         for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):

@@ -8,7 +8,9 @@ import sys
 
 from .collective import add_parser as add_collective_parser
 from .config import ConfigError, add_config_arguments, config_from_args
+from .launch import add_parser as add_launch_parser
 from .parallel import RankTableError
+from .status import EXIT_CONFIG, EXIT_CRASH, EXIT_RANK_TABLE, RunStatus, one_line
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,11 +45,33 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--tokenizer", help="tokenizer dir to copy (default: the one the data was prepared with)")
 
     add_collective_parser(sub)  # sets func=: dispatched first in main()
+    add_launch_parser(sub)  # sets func=
 
     pl = sub.add_parser("plot", help="PNG plots (loss, tokens/s) from a run's metrics.jsonl")
     pl.add_argument("metrics", help="metrics.jsonl or the run directory")
     pl.add_argument("--out", help="output directory (default: <run dir>/plots)")
     return p
+
+
+def _train(args) -> int:
+    """`train` with the node's status file (status.py): starting before the model is built, the final
+    state and exit code at the end, also for a config or rank-table error and any crash."""
+    status = RunStatus.from_env()
+    try:
+        cfg = config_from_args(args)
+        status.starting(cfg.train.steps)
+        from .train import train
+
+        return train(cfg, status)
+    except ConfigError as e:
+        status.failed(EXIT_CONFIG, f"config error: {e}")
+        raise
+    except RankTableError as e:
+        status.failed(EXIT_RANK_TABLE, f"rank table error: {e}")
+        raise
+    except Exception as e:
+        status.failed(EXIT_CRASH, f"{type(e).__name__}: {one_line(str(e))}")
+        raise
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,9 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "func", None):
             return args.func(args)
         if args.cmd == "train":
-            from .train import train
-
-            return train(config_from_args(args))
+            return _train(args)
         if args.cmd == "bench":
             from .bench import bench
 
@@ -90,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
     except ConfigError as e:
         print(f"ascendops-train: config error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     except RankTableError as e:
         print(f"ascendops-train: rank table error: {e}", file=sys.stderr)
-        return 3
-    return 1
+        return EXIT_RANK_TABLE
+    return EXIT_CRASH

@@ -93,7 +93,7 @@ class ParallelConfig:
     zero_hpz_partition_size: int = 0  # ZeRO-3 secondary partition (hpZ); 0 = devices per node when multi-node
     reduce_bucket_size: int = 500_000_000  # elements per gradient reduce bucket
     prefetch_bucket_size: int = 500_000_000  # ZeRO-3: elements of parameters fetched ahead
-    fused_adam: bool = True  # DeepSpeed's fused Adam where its op builds and loads (never on NPU); else torch AdamW
+    fused_adam: bool = True  # fused AdamW: torch_npu NpuFusedAdamW on NPU, DeepSpeed FusedAdam on CUDA; else torch
     deepspeed_config: str | None = None  # JSON file merged over the generated DeepSpeed config
     dist_timeout_s: int = 1800  # process-group timeout (first HCCL connect can be slow)
 
@@ -103,7 +103,9 @@ class CheckpointConfig:
     dir: str | None = None  # default: <run_dir>/checkpoints
     interval: int = 500  # save every N optimizer steps (and always at the end and on SIGTERM)
     interval_minutes: float = 0.0  # also save when this many minutes passed since the last save (0 = off)
-    grace_period_s: float = 30.0  # the launcher's SIGTERM -> SIGKILL time; a save slower than this is warned about
+    # the launcher's SIGTERM -> SIGKILL time; a save slower than half of it is warned about.
+    # 0 = what `ascendops-train launch --grace-s` exports (ASCENDOPS_GRACE_S), else torchrun's 30 s
+    grace_period_s: float = 0.0
     keep: int = 3  # keep the newest K checkpoints
     resume: bool = True  # resume from <dir>/latest when present
     shared_fs: bool = True  # checkpoint dir is one shared filesystem; False = node-local disks
@@ -342,8 +344,9 @@ def validate(cfg: JobConfig) -> None:
         raise ConfigError(f"parallel.deepspeed_config {cfg.parallel.deepspeed_config} does not exist")
     if cfg.checkpoint.interval < 1 or cfg.checkpoint.keep < 1:
         raise ConfigError("checkpoint.interval and checkpoint.keep must be >= 1")
-    if cfg.checkpoint.interval_minutes < 0 or cfg.checkpoint.grace_period_s <= 0:
-        raise ConfigError("checkpoint.interval_minutes must be >= 0 (0 = off) and checkpoint.grace_period_s > 0")
+    if cfg.checkpoint.interval_minutes < 0 or cfg.checkpoint.grace_period_s < 0:
+        raise ConfigError("checkpoint.interval_minutes must be >= 0 (0 = off) and checkpoint.grace_period_s >= 0 "
+                          "(0 = the launcher's)")
     p = cfg.parallel
     if p.zero_hpz_partition_size < 0 or p.reduce_bucket_size < 1 or p.prefetch_bucket_size < 0:
         raise ConfigError("parallel.zero_hpz_partition_size must be >= 0, parallel.reduce_bucket_size >= 1 and "

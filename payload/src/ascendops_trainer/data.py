@@ -8,9 +8,11 @@ On disk (a directory):
 
 The loader sees the shards as one token stream and cuts it into fixed-length samples: sample i is
 tokens [i*L, i*L + L + 1) (inputs are the first L, targets the last L). Each epoch visits the
-samples in a seeded permutation. One micro-step consumes ``dp_size * micro_batch`` samples of that
-order; data-parallel rank r takes the r-th slice. Its position (epoch, samples consumed) is global,
-so it goes into the checkpoint and a resume continues with exactly the next batch.
+samples in a seeded permutation, computed on the fly (a keyed Feistel network with cycle walking,
+`SamplePermutation`): O(1) memory, also for 15T tokens (1.8e9 samples of 8192, whose explicit
+permutation would take 15 GB per rank). One micro-step consumes ``dp_size * micro_batch`` samples of
+that order; data-parallel rank r takes the r-th slice. Its position (epoch, samples consumed) is
+global, so it goes into the checkpoint and a resume continues with exactly the next batch.
 """
 
 from __future__ import annotations
@@ -332,12 +334,98 @@ class TokenDataset:
 
 
 @dataclass
+class PackedLayout:
+    """A micro-batch packed into one row for the varlen attention kernel, computed on the host once per
+    micro-batch (never per layer): position ids, cumulative sequence lengths, the longest sequence."""
+
+    position_ids: np.ndarray  # [1, micro * seq_len] int64, restarting at every kept sequence start
+    cu_seqlens: np.ndarray  # [k + 1] int32: 0, end of sequence 1, ..., micro * seq_len
+    max_len: int
+    merged: int  # document boundaries dropped to stay within the kernel's sequence limit
+
+
+def pack_layout(positions: np.ndarray, max_sequences: int) -> PackedLayout:
+    """The packed layout of a micro-batch from its position ids ([micro, seq_len + 1], 0 at every
+    sample and document start; the last column is a target only).
+
+    More sequences than the kernel takes in one call (npu_fusion_attention's TND layout: 2048) are
+    merged: the shortest ones join the sequence before them (their tokens then also attend to that
+    one), until `max_sequences` remain; the position ids are recomputed to match."""
+    flat = np.ascontiguousarray(positions[:, :-1]).reshape(-1)
+    starts = np.flatnonzero(flat == 0)
+    merged = 0
+    if len(starts) > max_sequences:
+        lengths = np.diff(np.append(starts, flat.size))
+        drop = len(starts) - max_sequences
+        shortest = np.argsort(lengths[1:], kind="stable")[:drop] + 1  # never the first (it starts the row)
+        keep = np.ones(len(starts), dtype=bool)
+        keep[shortest] = False
+        starts, merged = starts[keep], drop
+        idx = np.arange(flat.size, dtype=np.int64)
+        flat = idx - starts[np.searchsorted(starts, idx, side="right") - 1]
+    cu = np.append(starts, flat.size).astype(np.int32)
+    return PackedLayout(position_ids=flat.astype(np.int64).reshape(1, -1), cu_seqlens=cu,
+                        max_len=int(np.diff(cu).max()), merged=merged)
+
+
+class SamplePermutation:
+    """A seeded permutation of range(n), evaluated at any position without materializing it.
+
+    A balanced Feistel network over 2k-bit integers (2^2k >= n; ROUNDS rounds, round keys from
+    numpy's SeedSequence of (seed, epoch), a splitmix64 finalizer as round function) is a bijection of
+    [0, 4^k); cycle walking (apply it again while the value is >= n) makes it one of [0, n), because
+    it only walks through values outside the range. 4^k < 4n: fewer than 4 applications on average.
+    Same (n, seed, epoch) -> same order on every rank and every restart.
+    """
+
+    ROUNDS = 6
+    _M1 = np.uint64(0xBF58476D1CE4E5B9)
+    _M2 = np.uint64(0x94D049BB133111EB)
+
+    def __init__(self, n: int, seed: int, epoch: int):
+        if n < 1:
+            raise ValueError(f"cannot permute {n} items")
+        self.n = int(n)
+        self.half = max(1, (max(self.n - 1, 1).bit_length() + 1) // 2)
+        self.mask = np.uint64((1 << self.half) - 1)
+        self.keys = np.random.SeedSequence([int(seed), int(epoch), 0x5EED]).generate_state(self.ROUNDS, np.uint64)
+
+    def _round(self, r: np.ndarray, key: np.uint64) -> np.ndarray:
+        z = r ^ key
+        z = (z ^ (z >> np.uint64(30))) * self._M1
+        z = (z ^ (z >> np.uint64(27))) * self._M2
+        return (z ^ (z >> np.uint64(31))) & self.mask
+
+    def _feistel(self, x: np.ndarray) -> np.ndarray:
+        left, right = x >> np.uint64(self.half), x & self.mask
+        for key in self.keys:
+            left, right = right, left ^ self._round(right, key)
+        return (left << np.uint64(self.half)) | right
+
+    def __call__(self, positions: np.ndarray) -> np.ndarray:
+        """The sample ids at `positions` (ints in [0, n)) of this permutation."""
+        x = np.asarray(positions, dtype=np.uint64)
+        with np.errstate(over="ignore"):  # uint64 products wrap on purpose
+            out = self._feistel(x)
+            outside = out >= self.n
+            while outside.any():
+                out[outside] = self._feistel(out[outside])
+                outside = out >= self.n
+        return out.astype(np.int64)
+
+
+ORDER = "feistel-v1"  # LoaderState.order of new runs
+LEGACY_ORDER = "numpy-permutation"  # checkpoints written before: resumed in their own order
+
+
+@dataclass
 class LoaderState:
     epoch: int = 0
     consumed: int = 0  # samples of this epoch already served, over all data-parallel ranks
     seed: int = 0
     seq_len: int = 0
     fingerprint: str = ""
+    order: str = LEGACY_ORDER  # a state without this key comes from a run that used the explicit permutation
 
 
 class DistributedLoader:
@@ -353,28 +441,34 @@ class DistributedLoader:
             raise ValueError(f"data at {dataset.path} has {dataset.num_tokens} tokens = {self.n} samples of "
                              f"{seq_len}+1 tokens, fewer than one micro-step needs "
                              f"({micro_batch} x {dp_size} ranks = {self.per_step})")
-        self.state = LoaderState(seed=seed, seq_len=seq_len, fingerprint=dataset.fingerprint)
-        self._order_epoch = -1
-        self._order: np.ndarray | None = None
+        self.state = LoaderState(seed=seed, seq_len=seq_len, fingerprint=dataset.fingerprint, order=ORDER)
+        self._perm_key: tuple | None = None
+        self._perm: Any = None
 
-    def _epoch_order(self) -> np.ndarray:
-        if self._order_epoch != self.state.epoch:
-            if self.shuffle:
-                rng = np.random.default_rng([self.state.seed, self.state.epoch])
-                self._order = rng.permutation(self.n)
+    def order(self, positions: np.ndarray) -> np.ndarray:
+        """Sample ids at `positions` of the current epoch's order (O(len(positions)) memory)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        if not self.shuffle:
+            return positions
+        key = (self.state.order, self.state.seed, self.state.epoch)
+        if self._perm_key != key:
+            if self.state.order == LEGACY_ORDER:  # O(n) memory: only to finish runs checkpointed before
+                self._perm = np.random.default_rng([self.state.seed, self.state.epoch]).permutation(self.n)
             else:
-                self._order = np.arange(self.n)
-            self._order_epoch = self.state.epoch
-        return self._order
+                self._perm = SamplePermutation(self.n, self.state.seed, self.state.epoch)
+            self._perm_key = key
+        if isinstance(self._perm, np.ndarray):
+            return self._perm[positions]
+        return self._perm(positions)
 
     def next_indices(self) -> np.ndarray:
         """Sample indices of this rank's next micro-batch; advances the (global) position."""
         if self.state.consumed + self.per_step > self.n:  # drop the incomplete tail, next epoch
             self.state.epoch += 1
             self.state.consumed = 0
-        order = self._epoch_order()
+            self.state.order = ORDER  # a legacy (explicit-permutation) order ends with its epoch
         lo = self.state.consumed + self.rank * self.micro
-        idx = order[lo:lo + self.micro]
+        idx = self.order(np.arange(lo, lo + self.micro))
         self.state.consumed += self.per_step
         return idx
 
@@ -400,6 +494,9 @@ class DistributedLoader:
 
     def load_state_dict(self, sd: dict[str, Any]) -> None:
         st = LoaderState(**sd)
+        if st.order not in (ORDER, LEGACY_ORDER):
+            raise ValueError(f"checkpoint's data order {st.order!r} is unknown to this trainer (knows {ORDER}, "
+                             f"{LEGACY_ORDER})")
         if st.fingerprint != self.ds.fingerprint:
             raise ValueError(f"checkpoint was trained on different data (fingerprint {st.fingerprint}, "
                              f"data.path has {self.ds.fingerprint}); refusing to resume on other data")

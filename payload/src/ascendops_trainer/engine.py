@@ -9,6 +9,7 @@ because the data loader is built from the latter.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import logging
 import math
@@ -169,11 +170,21 @@ def param_groups(model, weight_decay: float) -> list[dict[str, Any]]:
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
-def fused_adam_class(device_type: str):
-    """DeepSpeed's FusedAdam when its op builds and loads on this device, else None.
+def npu_fused_adamw_class():
+    """torch_npu's fused AdamW (torch_npu.optim.NpuFusedAdamW: one kernel over the flattened parameters of
+    a group, which ZeRO already keeps flat), or None when torch_npu or the class is missing."""
+    if importlib.util.find_spec("torch_npu") is None:
+        return None
+    try:
+        from torch_npu.optim import NpuFusedAdamW
+    except ImportError as e:
+        log.info("torch_npu has no NpuFusedAdamW (%s): using torch.optim.AdamW", e)
+        return None
+    return NpuFusedAdamW
 
-    Never on NPU: DeepSpeed's NPU accelerator has no fused Adam op; torch AdamW (foreach) is used there.
-    """
+
+def fused_adam_class(device_type: str):
+    """DeepSpeed's FusedAdam when its op builds and loads on CUDA, else None (NPU: npu_fused_adamw_class)."""
     if device_type not in ("cuda",):
         return None
     try:
@@ -190,11 +201,16 @@ def fused_adam_class(device_type: str):
 
 
 def make_optimizer(model, cfg: JobConfig, device_type: str = "cpu"):
-    """AdamW with decoupled weight decay: DeepSpeed's FusedAdam (adam_w_mode) where it loads, else torch's."""
+    """AdamW with decoupled weight decay: fused where available (NPU: torch_npu's NpuFusedAdamW; CUDA:
+    DeepSpeed's FusedAdam in adam_w_mode), else torch's."""
     import torch
 
     o = cfg.optim
     groups = param_groups(model, o.weight_decay)
+    if cfg.parallel.fused_adam and device_type == "npu":
+        npu_fused = npu_fused_adamw_class()
+        if npu_fused is not None:  # per-group weight decay comes with the groups
+            return npu_fused(groups, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps)
     fused = fused_adam_class(device_type) if cfg.parallel.fused_adam else None
     if fused is not None:
         return fused(groups, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps, adam_w_mode=True)

@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 
 # ---------------------------------------------------------------- kernels
 
+# npu_fusion_attention, input_layout TND (packed documents): at most 2K sequences (B) per call.
+NPU_FA_MAX_SEQUENCES = 2048
+
 
 def _ref_rms_norm(x, weight, epsilon=1e-6):
     import torch
@@ -132,51 +135,58 @@ def restore_stock_rope() -> None:
 # ---------------------------------------------------------------- chunked cross-entropy
 
 
+IGNORE_INDEX = -100  # targets with this id take no part in the loss (F.cross_entropy's default)
+
+
 def _chunked_ce_function():
     import torch
 
     class ChunkedCrossEntropy(torch.autograd.Function):
-        """mean CE(hidden @ weight.T, targets), `chunk` rows at a time.
+        """mean CE(hidden @ weight.T, targets) over the targets != ignore_index, `chunk` rows at a time.
 
         Forward keeps only each row's logsumexp; backward recomputes each chunk's logits. The fp32
         logits of at most `chunk` tokens exist at any time (not [tokens x vocab] for the whole batch).
-        Matmuls run in the weight's dtype, the softmax in fp32 (as ``logits.float()`` would).
+        Matmuls run in the weight's dtype, the softmax in fp32 (as ``logits.float()`` would). The mean
+        is over the valid tokens (F.cross_entropy's reduction); with none valid the loss is 0 with zero
+        gradients (F.cross_entropy gives NaN, which would stop the run as non-finite). The count stays
+        on the device: no host sync.
         """
 
         @staticmethod
-        def forward(ctx, hidden, weight, targets, chunk):
+        def forward(ctx, hidden, weight, targets, chunk, ignore_index):
             h = hidden.reshape(-1, hidden.size(-1))
             t = targets.reshape(-1)
-            n = h.size(0)
+            valid = t != ignore_index
+            safe_t = torch.where(valid, t, torch.zeros_like(t))  # any id: the row is masked out below
+            n_valid = valid.sum().clamp(min=1).float()
             total = torch.zeros((), dtype=torch.float32, device=h.device)
             lses = []
-            for s in range(0, n, chunk):
+            for s in range(0, h.size(0), chunk):
                 logits = (h[s:s + chunk] @ weight.t()).float()
                 lse = torch.logsumexp(logits, dim=-1)
-                total += (lse - logits.gather(1, t[s:s + chunk, None]).squeeze(1)).sum()
+                nll = lse - logits.gather(1, safe_t[s:s + chunk, None]).squeeze(1)
+                total += torch.where(valid[s:s + chunk], nll, torch.zeros_like(nll)).sum()
                 lses.append(lse)
-            ctx.save_for_backward(hidden, weight, targets, torch.cat(lses))
+            ctx.save_for_backward(hidden, weight, safe_t, valid, n_valid, torch.cat(lses))
             ctx.chunk = chunk
-            return total / n
+            return total / n_valid
 
         @staticmethod
         def backward(ctx, grad_out):
-            hidden, weight, targets, lse = ctx.saved_tensors
+            hidden, weight, safe_t, valid, n_valid, lse = ctx.saved_tensors
             chunk = ctx.chunk
             h = hidden.reshape(-1, hidden.size(-1))
-            t = targets.reshape(-1)
-            n = h.size(0)
             grad_h = torch.empty_like(h)
             grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
-            scale = grad_out / n
-            for s in range(0, n, chunk):
+            scale = grad_out / n_valid
+            for s in range(0, h.size(0), chunk):
                 hc = h[s:s + chunk]
                 p = torch.exp((hc @ weight.t()).float() - lse[s:s + chunk, None])
-                p[torch.arange(p.size(0), device=p.device), t[s:s + chunk]] -= 1.0
-                p = (p * scale).to(weight.dtype)
+                p[torch.arange(p.size(0), device=p.device), safe_t[s:s + chunk]] -= 1.0
+                p = (p * (valid[s:s + chunk, None] * scale)).to(weight.dtype)  # ignored rows: no gradient
                 grad_h[s:s + chunk] = p @ weight
                 grad_w += (p.t() @ hc).float()
-            return grad_h.view_as(hidden), grad_w.to(weight.dtype), None, None
+            return grad_h.view_as(hidden), grad_w.to(weight.dtype), None, None, None
 
     return ChunkedCrossEntropy
 
@@ -184,12 +194,13 @@ def _chunked_ce_function():
 _CE = None
 
 
-def chunked_cross_entropy(hidden, weight, targets, chunk: int):
-    """Mean next-token cross-entropy of hidden @ weight.T against targets, `chunk` tokens at a time."""
+def chunked_cross_entropy(hidden, weight, targets, chunk: int, ignore_index: int = IGNORE_INDEX):
+    """Mean next-token cross-entropy of hidden @ weight.T against targets (ignore_index excluded),
+    `chunk` tokens at a time."""
     global _CE
     if _CE is None:
         _CE = _chunked_ce_function()
-    return _CE.apply(hidden, weight, targets, chunk)
+    return _CE.apply(hidden, weight, targets, chunk, ignore_index)
 
 
 def install_chunked_loss(model, chunk: int) -> bool:

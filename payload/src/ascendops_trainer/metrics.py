@@ -32,10 +32,16 @@ log = logging.getLogger(__name__)
 # (torch_npu: "Ascend910B1"; CUDA: "NVIDIA H100 80GB HBM3"). First match wins: specific names first.
 PEAK_TFLOPS_BF16: list[tuple[str, float]] = [
     ("Ascend910B1", 373.9),
-    ("Ascend910B2", 353.9),
+    ("Ascend910B2", 353.9),  # also Ascend910B2C
     ("Ascend910B3", 294.9),
     ("Ascend910B4", 245.8),
+    # Atlas A3 (Ascend 910C: two dies per package, each die one torch_npu device, "Ascend910_93xx"):
+    # ~781 TFLOPS per package as reported for CloudMatrix 384 (300 PFLOPS / 384), so ~390 per device.
+    # An estimate, not a datasheet figure: set metrics.peak_tflops where you know your part's.
+    ("Ascend910_93", 390.0),
+    ("Ascend910C", 390.0),
     ("H100 PCIe", 756.0),  # NVIDIA datasheet, dense (1513 with sparsity)
+    ("H100 NVL", 835.0),  # dense (1671 with sparsity)
     ("H100", 989.0),  # SXM
     ("H200", 989.0),
     ("A100", 312.0),

@@ -173,8 +173,9 @@ def check_rank_table(servers: list[dict], launch: LaunchInfo, env: dict[str, str
             f"{launch.node_rank} the ranks {expected}; check --node_rank on this host "
             "(ranks are numbered server by server in ascending server_id order)")
     dev = next(d for d in server["devices"] if d["rank_id"] == launch.rank)
-    vis = visible_devices(env)
-    physical = vis[launch.local_rank] if vis and launch.local_rank < len(vis) else launch.local_rank
+    behind = check_visible_devices(launch, env)  # the physical id behind visible index LOCAL_RANK
+    vis = behind is not None
+    physical = launch.local_rank if behind is None else behind
     if dev["device_id"] != physical:
         raise RankTableError(
             f"{source}: rank {launch.rank} is device {dev['device_id']} on server {server['server_id']}, "
@@ -321,11 +322,65 @@ class DistContext:
         return self.launch.rank == 0
 
 
+# ---------------------------------------------------------------- host network interfaces
+
+
+def _interfaces() -> list[str]:
+    return sorted(name for _, name in socket.if_nameindex())
+
+
+def check_socket_ifnames(env: dict[str, str] | None = None, interfaces: list[str] | None = None) -> dict[str, str]:
+    """Check GLOO_SOCKET_IFNAME (gloo: the control group and CPU runs) and HCCL_SOCKET_IFNAME (HCCL's host
+    socket) against this host's interfaces before any process group starts: a wrong name otherwise fails
+    deep inside gloo ("Unable to find address") or HCCL. The launch stage sets both to the interface of
+    the launch host address; an exported value overrides it. Returns the variables that are set.
+
+    GLOO_SOCKET_IFNAME: comma-separated exact names. HCCL_SOCKET_IFNAME: comma-separated; `=name`
+    exact, `name` a prefix, a leading `^` excludes (nothing to check then)."""
+    env = os.environ if env is None else env
+    have = _interfaces() if interfaces is None else interfaces
+    out = {}
+    gloo = env.get("GLOO_SOCKET_IFNAME")
+    if gloo:
+        missing = [n for n in (x.strip() for x in gloo.split(",")) if n and n not in have]
+        if missing:
+            raise ConfigError(f"GLOO_SOCKET_IFNAME={gloo}: no interface {', '.join(missing)} on this host "
+                              f"(interfaces: {', '.join(have)})")
+        out["GLOO_SOCKET_IFNAME"] = gloo
+    hccl = env.get("HCCL_SOCKET_IFNAME")
+    if hccl:
+        if not hccl.startswith("^"):
+            wanted = [x.strip() for x in hccl.split(",") if x.strip()]
+            if not any(n[1:] in have if n.startswith("=") else any(i.startswith(n) for i in have) for n in wanted):
+                raise ConfigError(f"HCCL_SOCKET_IFNAME={hccl} matches no interface on this host "
+                                  f"(interfaces: {', '.join(have)})")
+        out["HCCL_SOCKET_IFNAME"] = hccl
+    return out
+
+
+def check_visible_devices(launch: LaunchInfo, env: dict[str, str] | None = None) -> int | None:
+    """The physical device id behind this process's device (local index LOCAL_RANK among the visible
+    devices), or None when nothing restricts them. More processes than visible devices is refused."""
+    env = os.environ if env is None else env
+    vis = visible_devices(env)
+    if vis is None:
+        return None
+    if launch.local_world_size > len(vis):
+        names = ", ".join(f"{k}={env[k]}" for k in ("ASCEND_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES")
+                          if env.get(k))
+        raise ConfigError(f"torchrun starts {launch.local_world_size} processes on this node (--nproc_per_node) but "
+                          f"only {len(vis)} NPUs are visible ({names}); launch --nproc_per_node {len(vis)}")
+    return vis[launch.local_rank]
+
+
 def start_process_group(requested_device: str = "auto", timeout_s: int = 1800):
     """Check the rank table, pick the device, start torch.distributed on the device backend.
     (launch, rank-table server, device type, device, backend); shared by training and the pre-flight."""
     launch = launch_info()
     server = check_rank_table_env(launch)  # before any collective: a bad table must not hang us
+    ifnames = check_socket_ifnames()
+    if ifnames and launch.is_main:
+        log.info("host sockets: %s", ", ".join(f"{k}={v}" for k, v in ifnames.items()))
     apply_npu_env()  # no-op when train/bench set them already, before importing torch
 
     device_type = detect_device(requested_device)
@@ -341,6 +396,8 @@ def start_process_group(requested_device: str = "auto", timeout_s: int = 1800):
 
     mod = device_module(device_type)
     if mod is not None:
+        if device_type == "npu":
+            check_visible_devices(launch)  # local index LOCAL_RANK among ASCEND_RT_VISIBLE_DEVICES
         mod.set_device(launch.local_rank)
         device = torch.device(device_type, launch.local_rank)
     else:

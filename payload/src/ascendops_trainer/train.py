@@ -19,10 +19,11 @@ import warnings
 from typing import Any
 
 from .config import ConfigError, JobConfig, grad_accum_steps
+from .status import EXIT_NONFINITE, EXIT_STOPPED, GRACE_ENV, RunStatus
 
 log = logging.getLogger("ascendops_trainer")
 
-EXIT_PREEMPTED = 143  # 128 + SIGTERM: stopped on request after saving a checkpoint
+EXIT_PREEMPTED = EXIT_STOPPED  # 128 + SIGTERM: stopped on request after saving a checkpoint
 
 
 class StopFlag:
@@ -63,12 +64,54 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+TORCHRUN_GRACE_S = 30.0  # torchrun's SIGTERM -> SIGKILL time for its workers (before --shutdown-timeout)
+
+
+def grace_period(cfg: JobConfig, env: dict[str, str] | None = None) -> tuple[float, str]:
+    """(seconds a save on SIGTERM may take before the worker is killed, where that number comes from)."""
+    env = os.environ if env is None else env
+    if cfg.checkpoint.grace_period_s:
+        return cfg.checkpoint.grace_period_s, "checkpoint.grace_period_s"
+    try:
+        launcher = float(env.get(GRACE_ENV, ""))
+    except ValueError:
+        launcher = 0.0
+    if launcher > 0:
+        return launcher, f"ascendops-train launch --grace-s, {GRACE_ENV}"
+    return TORCHRUN_GRACE_S, "torchrun's default; run under `ascendops-train launch --grace-s N` for more"
+
+
 def _lm_head(model):
     """The lm_head of a LlamaForCausalLM, also through a DeepSpeed engine or DDP wrapper."""
     return getattr(model, "module", model).lm_head
 
 
-def causal_lm_loss(engine_or_model, batch, position_ids=None):
+def packed_attention_kwargs(positions, device_type: str, device, max_sequences: int | None = None) -> dict[str, Any]:
+    """Model kwargs for a packed micro-batch (document masking), from the loader's host-side position
+    ids ([micro, seq + 1] CPU tensor): position ids plus transformers' varlen flash-attention kwargs
+    (cu_seq_lens_q/k, max_length_q/k), computed here once per micro-batch. Without them transformers
+    derives them from position_ids in every layer, with a device -> host copy each time (on NPU its
+    npu_fusion_attention wrapper reads the lengths on the host: given CPU tensors, that read costs no
+    sync). On CUDA the lengths go to the device (flash_attn reads them there); copies, no sync."""
+    import torch
+
+    from .data import pack_layout
+    from .kernels import NPU_FA_MAX_SEQUENCES
+
+    layout = pack_layout(positions.numpy(), max_sequences or NPU_FA_MAX_SEQUENCES)
+    if layout.merged:
+        log.warning("packed micro-batch holds more than %d documents: %d short ones merged into their "
+                    "neighbours (the fused attention kernel's limit; lower train.micro_batch_size to avoid it)",
+                    max_sequences or NPU_FA_MAX_SEQUENCES, layout.merged)
+    cu = torch.from_numpy(layout.cu_seqlens)
+    if device_type == "cuda":
+        cu = cu.to(device, non_blocking=True)
+    return {"position_ids": torch.from_numpy(layout.position_ids).to(device, non_blocking=True),
+            "cu_seq_lens_q": cu, "cu_seq_lens_k": cu, "max_length_q": layout.max_len,
+            "max_length_k": layout.max_len}
+
+
+def causal_lm_loss(engine_or_model, batch, position_ids=None, packed: dict[str, Any] | None = None):
     """Mean next-token cross-entropy of a [micro, seq + 1] batch, softmax in fp32 (bf16 logsumexp is
     lossy, and absent on NPU).
 
@@ -82,7 +125,10 @@ def causal_lm_loss(engine_or_model, batch, position_ids=None):
 
     inputs, targets = batch[:, :-1], batch[:, 1:]
     kwargs = {}
-    if position_ids is not None:
+    if packed is not None:  # packed_attention_kwargs: position ids and the varlen lengths, computed once
+        inputs, targets = inputs.reshape(1, -1), targets.reshape(1, -1)
+        kwargs.update(packed)
+    elif position_ids is not None:
         inputs, targets = inputs.reshape(1, -1), targets.reshape(1, -1)
         kwargs["position_ids"] = position_ids[:, :-1].reshape(1, -1)  # the last token is only a target
     head = _lm_head(engine_or_model)
@@ -96,10 +142,10 @@ def causal_lm_loss(engine_or_model, batch, position_ids=None):
     return F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), targets.reshape(-1))
 
 
-EXIT_NONFINITE = 4  # stopped: loss or gradient norm not finite; nothing saved after the last good step
-
-
-def train(cfg: JobConfig) -> int:
+def train(cfg: JobConfig, status: RunStatus | None = None) -> int:
+    """Train; returns the exit code (status.py). `status` (the node's status file) gets the progress;
+    the caller writes the final state of a raised error (cli.main)."""
+    status = status or RunStatus(None)
     from .parallel import apply_npu_env
 
     npu_env = apply_npu_env()  # before torch is imported: torch autoloads torch_npu, which reads them at import
@@ -137,7 +183,10 @@ def train(cfg: JobConfig) -> int:
     ctx = init_distributed(cfg.parallel.device, cfg.parallel.dist_timeout_s)
     precision = resolve_precision(cfg.train.precision, ctx.device_type)
     ga = grad_accum_steps(cfg, ctx.world_size)
-    dataset = TokenDataset(cfg.data.path)
+    try:
+        dataset = TokenDataset(cfg.data.path)
+    except (OSError, ValueError) as e:  # missing or foreign directory: no retry will fix it
+        raise ConfigError(f"data.path: {e}") from None
     hf_config = build_hf_config(cfg.model, ctx.device_type)
     cfg.parallel.zero_stage = resolve_zero_stage(cfg, ctx.world_size, param_counts(hf_config).total, precision,
                                                  device_memory_bytes(ctx.device_type, ctx.launch.local_world_size))
@@ -156,23 +205,36 @@ def train(cfg: JobConfig) -> int:
         log.info("document masking off: attention %s %s", attn, "cannot mask packed documents"
                  if attn != "flash_attention_2" else "but the data has no document boundaries")
 
+    # The data must serve this launch before anything slow is built: a missing or too small validation
+    # split (or training data) is a config error now, not after minutes of model build and resume.
+    try:
+        loader = DistributedLoader(dataset, seq_len, cfg.train.micro_batch_size, ctx.rank, ctx.world_size,
+                                   cfg.train.seed, cfg.data.shuffle, positions=packed)
+        val = TokenDataset(cfg.data.path, split="val") if cfg.train.eval_interval else None
+        if val is not None:
+            if val.num_tokens == 0:
+                raise ValueError(f"train.eval_interval is set but {cfg.data.path} has no validation split "
+                                 "(prepare it with --val-fraction)")
+            DistributedLoader(val, seq_len, cfg.train.micro_batch_size, ctx.rank, ctx.world_size, cfg.train.seed,
+                              shuffle=False)  # raises when the split has less than one micro-step
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
     hf_config_dict = hf_config.to_dict()
     ckpt = ck.CheckpointManager(cfg.checkpoint_dir, cfg.checkpoint.keep, cfg.checkpoint.shared_fs, ctx, hf_config_dict)
     resume_tag = ckpt.resume_tag() if cfg.checkpoint.resume else None
-    if resume_tag is not None:  # refuse an incompatible checkpoint before the slow model build
-        ckpt.check_compatible(resume_tag, cfg.parallel.zero_stage)
+    if resume_tag is not None:  # refuse an incompatible checkpoint (or other data) before the slow model build
+        saved_state = ckpt.check_compatible(resume_tag, cfg.parallel.zero_stage)
+        try:
+            loader.load_state_dict(saved_state["loader"])  # loaded again with the engine below
+        except ValueError as e:
+            raise ConfigError(f"checkpoint {resume_tag}: {e}") from None
 
     seed_everything(cfg.train.seed)  # same seed on every rank: identical init (ZeRO-3 inits on rank 0 anyway)
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     kernels = npu_kernels() if ctx.device_type == "npu" else None
     model = build_model(cfg.model, hf_config, dtype, ds_config, device=ctx.device, kernels=kernels)
     engine = build_engine(model, cfg, ds_config, ctx.device_type)
-    loader = DistributedLoader(dataset, seq_len, cfg.train.micro_batch_size, ctx.rank, ctx.world_size,
-                               cfg.train.seed, cfg.data.shuffle, positions=packed)
-    val = TokenDataset(cfg.data.path, split="val") if cfg.train.eval_interval else None
-    if val is not None and val.num_tokens == 0:
-        raise ConfigError(f"train.eval_interval is set but {cfg.data.path} has no validation split "
-                          "(prepare it with --val-fraction)")
 
     step, tokens_seen = 0, 0
     if resume_tag is not None:
@@ -183,6 +245,7 @@ def train(cfg: JobConfig) -> int:
             loader.load_state_dict(state["loader"])
             log.info("resumed from %s: step %d, data epoch %d, %d samples into it", tag, step,
                      loader.state.epoch, loader.state.consumed)
+            status.resumed(step, tag)
 
     # ---- metrics set-up
     counts = param_counts(hf_config)
@@ -245,6 +308,8 @@ def train(cfg: JobConfig) -> int:
     interval_steps, data_wait, paused = 0, 0.0, 0.0  # paused: checkpoint/eval time, not training time
     last_save_t = time.monotonic()
     last_good = ckpt.last_saved_step
+    grace_s, grace_src = grace_period(cfg)
+    reason: str | None = None  # one line for the status file when the run ends other than by completing
 
     def health() -> tuple[float, bool]:
         """(loss sum of the interval over all ranks, all finite?). Collective: every rank calls it."""
@@ -256,6 +321,9 @@ def train(cfg: JobConfig) -> int:
         return total_loss, math.isfinite(total_loss) and bad == 0
 
     def refuse_nonfinite(at_step: int, loss_value: float | None) -> int:
+        nonlocal reason
+        reason = (f"non-finite loss or gradient norm by step {at_step} (loss {loss_value}); not saved, the newest "
+                  f"checkpoint stays {ck.tag_for(last_good) if last_good is not None else 'none'}")
         gn = engine.get_global_grad_norm()
         if ctx.is_main:
             log.error("non-finite %s by step %d (loss %s, last grad norm %s): stopping WITHOUT saving, so the newest "
@@ -277,11 +345,12 @@ def train(cfg: JobConfig) -> int:
         t0 = time.monotonic()
         ckpt.save(engine, at_step, state)
         took = time.monotonic() - t0
-        if took > 0.5 * cfg.checkpoint.grace_period_s and ctx.is_main:
-            log.warning("checkpoint save took %.1f s, more than half of checkpoint.grace_period_s=%.0f s: a save on "
+        if took > 0.5 * grace_s and ctx.is_main:
+            log.warning("checkpoint save took %.1f s, more than half of the %.0f s grace period (%s): a save on "
                         "SIGTERM may be killed; raise the launcher's grace period (see README, Checkpoints)",
-                        took, cfg.checkpoint.grace_period_s)
+                        took, grace_s, grace_src)
         last_save_t, last_good = time.monotonic(), at_step
+        status.saved(at_step, ck.tag_for(at_step))
         return True
 
     def evaluate() -> float:
@@ -293,7 +362,8 @@ def train(cfg: JobConfig) -> int:
         with torch.no_grad():  # every rank runs the same number of batches: ZeRO-3 gathers collectively
             for _ in range(cfg.train.eval_batches):
                 b, pos = vl.next_batch()
-                acc += causal_lm_loss(engine, b.to(ctx.device), None if pos is None else pos.to(ctx.device)).float()
+                packed_kw = None if pos is None else packed_attention_kwargs(pos, ctx.device_type, ctx.device)
+                acc += causal_lm_loss(engine, b.to(ctx.device), packed=packed_kw).float()
         engine.train()
         if ctx.world_size > 1:
             dist.all_reduce(acc)
@@ -304,6 +374,7 @@ def train(cfg: JobConfig) -> int:
     exit_code = 0
     if step >= total:
         log.info("checkpoint is at step %d >= train.steps %d: nothing to train", step, total)
+        reason = f"nothing to train: the checkpoint is at step {step} >= train.steps {total}"
     while step < total:
         lr = engine.get_lr()[0]  # the LR this step uses (the schedule advances after the update)
         step_loader_state = loader.state_dict()  # where this step's data starts (for a save mid-step)
@@ -316,10 +387,11 @@ def train(cfg: JobConfig) -> int:
                 break
             t0 = time.perf_counter()
             batch, pos = loader.next_batch()  # [micro, seq_len + 1] int64 from memory-mapped shards
+            # document masking: position ids and varlen lengths on the host, once per micro-batch
+            packed_kw = None if pos is None else packed_attention_kwargs(pos, ctx.device_type, ctx.device)
             data_wait += time.perf_counter() - t0
             batch = batch.to(ctx.device, non_blocking=True)  # a few KiB: not worth pinning
-            pos = None if pos is None else pos.to(ctx.device, non_blocking=True)  # only with document masking
-            loss = causal_lm_loss(engine, batch, pos)
+            loss = causal_lm_loss(engine, batch, packed=packed_kw)
             engine.backward(loss)
             engine.step()  # optimizer + LR schedule step at the accumulation boundary only
             loss_sum += loss.detach()  # stays on the device: no sync per micro-step
@@ -328,10 +400,9 @@ def train(cfg: JobConfig) -> int:
             # data position goes back to where this step began, so a resume redoes the whole step.
             if ctx.is_main:
                 log.warning("SIGTERM: saving a checkpoint at step %d and stopping", step)
-            if ckpt.last_saved_step == step:
-                exit_code = EXIT_PREEMPTED  # this very step is already saved
-            elif save(step, step_loader_state, tokens_seen):
-                exit_code = EXIT_PREEMPTED
+            if ckpt.last_saved_step == step or save(step, step_loader_state, tokens_seen):
+                exit_code = EXIT_PREEMPTED  # (an already saved step is not saved again)
+                reason = f"SIGTERM: stopped after saving {ck.tag_for(step)}"
             else:
                 exit_code = refuse_nonfinite(step, None)
             break
@@ -358,6 +429,7 @@ def train(cfg: JobConfig) -> int:
                 "data_wait_frac": data_wait / dt, "step_time_s": dt / interval_steps,
                 "tokens_seen": tokens_seen, "epoch": loader.state.epoch, "time": time.time(),
             })
+            status.running(step, mean_loss, tps, mfu(tps, fpt, peak))
             if not ok:
                 exit_code = refuse_nonfinite(step, mean_loss)
                 break
@@ -387,6 +459,7 @@ def train(cfg: JobConfig) -> int:
     metrics.close()
     engine.destroy()
     shutdown()
+    status.finish(exit_code, step, reason)
     return exit_code
 
 
