@@ -130,7 +130,6 @@ def launch_plan(infos, changed_data=None, restart_failed=False, start_stopped=Fa
     return js.restart_plan(nodes, changed_data or {}, bool(restart_failed), bool(start_stopped))
 
 
-
 def collective_verdict(report, min_bandwidth_gbs=0.0, min_size_bytes=0):
     """Verdict on a collective pre-flight report (ascendops-train collective): {ok, message,
     failed_nodes, slow_sizes, slowest_node, best_bandwidth_gbs}. Sizes at or above ``min_size_bytes``

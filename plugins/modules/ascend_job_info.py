@@ -86,7 +86,7 @@ options:
   devices:
     description:
       - The NPUs (device ids) of this job on the node.
-      - Other jobs' processes on them are RV(job.processes.others[].blocking).
+      - Other jobs' processes on them are marked C(blocking) in RV(job.processes).
     type: list
     elements: str
     default: []

@@ -17,6 +17,7 @@ from ansible_collections.ascendops.cluster.plugins.filter.launch import (
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
+
 @pytest.mark.parametrize("code", ["EI0006", "EJ0001", "EI0014", "-8005"])
 def test_each_documented_code_is_explained(code):
     found = hccl_errors(f"[ERROR] HCCL(1234) ... error code {code} happened\n")

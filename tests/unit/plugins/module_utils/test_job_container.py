@@ -26,7 +26,7 @@ JOB = {"name": "run1", "data_path": "/data/tokens", "checkpoint_dir": "/data/ckp
 DEVICES = ["/dev/davinci0", "/dev/davinci1", "/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"]
 
 
-def stat_results(uid=1001, gid=1001, mode="0660", paths=DEVICES):
+def stat_results(uid=1001, gid=1001, mode="0660", paths=tuple(DEVICES)):
     return [{"item": p, "stat": {"exists": True, "path": p, "uid": uid, "gid": gid, "mode": mode}} for p in paths]
 
 
