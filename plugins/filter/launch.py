@@ -82,7 +82,7 @@ def job_container_command(spec, module, module_args=()):
     """The spec's torchrun command with another trainer module (e.g. collective), without the launcher."""
     c = list(_spec(spec).command)
     if c[:2] == ["ascendops-train", "launch"]:
-        c = c[c.index("--") + 1:]
+        c = ["torchrun"] + c[c.index("--") + 1:]
     cut = c.index("-m")
     return c[:cut] + ["-m", "ascendops_trainer", module] + [str(a) for a in module_args]
 

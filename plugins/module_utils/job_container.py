@@ -285,8 +285,8 @@ class ContainerSpec:
 
 def job_command(nnodes, node_rank, nproc, master_addr, master_port, config_file, grace_s=None, module="train",
                 module_args=()):
-    """The torchrun command of the job (``-m ascendops_trainer <module>``), behind the launcher
-    ``ascendops-train launch --grace-s G --`` when ``grace_s`` is given."""
+    """The torchrun command of the job (``-m ascendops_trainer <module>``), or with ``grace_s`` the
+    launcher ``ascendops-train launch --grace-s G -- <torchrun's arguments>`` (it runs torchrun)."""
     torchrun = ["torchrun", "--nnodes", str(nnodes), "--node_rank", str(node_rank), "--nproc_per_node", str(nproc),
                 "--master_addr", str(master_addr), "--master_port", str(master_port), "-m", "ascendops_trainer", module]
     if config_file:
@@ -294,7 +294,7 @@ def job_command(nnodes, node_rank, nproc, master_addr, master_port, config_file,
     torchrun += [str(a) for a in module_args]
     if grace_s is None:
         return torchrun
-    return ["ascendops-train", "launch", "--grace-s", str(int(grace_s)), "--"] + torchrun
+    return ["ascendops-train", "launch", "--grace-s", str(int(grace_s)), "--"] + torchrun[1:]
 
 
 def job_mounts(driver_mounts, job_dir, job, status_dir=None, extra=()):

@@ -63,7 +63,7 @@ def test_systemd_unit_restarts_a_crash_a_bounded_number_of_times_and_never_a_do_
                     "ExecStop=-/usr/bin/docker stop --time 135 ascendops-train", "TimeoutStopSec=165"):
         assert setting in lines
     assert "StartLimitBurst=" in unit and "--privileged" not in unit
-    assert "ascendops-train launch --grace-s 120 -- torchrun" in unit
+    assert "ascendops-train launch --grace-s 120 -- --nnodes 2 --node_rank" in unit
 
 
 def test_the_job_ran_as_the_runtime_user_without_capabilities(host, expected_npus):

@@ -68,7 +68,7 @@ def test_the_job_runs_behind_the_launcher_with_the_stop_grace():
     run = exec_start_argv(job_container_unit(job_container_spec(settings()), "job run1", 600))
     cmd = run[run.index("localhost/ascendops-trainer:1") + 1:]
     assert cmd[:5] == ["ascendops-train", "launch", "--grace-s", "600", "--"]
-    assert cmd[5:] == ["torchrun", "--nnodes", "2", "--node_rank", "1", "--nproc_per_node", "2", "--master_addr",
+    assert cmd[5:] == ["--nnodes", "2", "--node_rank", "1", "--nproc_per_node", "2", "--master_addr",
                        "10.0.0.9", "--master_port", "29500", "-m", "ascendops_trainer", "train", "--config",
                        "/etc/ascendops/job.yaml"]
 
