@@ -186,6 +186,10 @@ def node_verdict(unit, status=None, intent=None, job=None, container=None, start
             return verdict("failed", f"restarted {restarts} time(s) and hit the start limit{reason_tail}")
         if code in DO_NOT_RETRY:
             return verdict("failed", f"exit {code} ({exit_meaning(code)}), not retried{reason_tail}")
+        if restarts:
+            # systemd reports the last exit's result when its start limit stops the restarts
+            return verdict("failed", f"restarted {restarts} time(s) and hit the start limit; last exit {code} "
+                           f"({exit_meaning(code)}){reason_tail}")
         return verdict("failed", f"{result or 'failed'}, exit {code} ({exit_meaning(code)}){reason_tail}")
     # inactive: not running, and systemd does not mean to run it
     if stopped_by_user:

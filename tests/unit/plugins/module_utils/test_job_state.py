@@ -88,6 +88,11 @@ def test_start_limit_hit_and_restarting():
     v = verdict(unit("failed", "failed", "start-limit-hit", "1", restarts="5"), status("failed", exit_code=1),
                 container=None)
     assert v["state"] == "failed" and "restarted 5 time(s) and hit the start limit" in v["reason"]
+    v = verdict(unit("failed", "failed", "exit-code", "1", restarts="5"), None, container=None)
+    assert v["state"] == "failed" and v["reason"] == (
+        "restarted 5 time(s) and hit the start limit; last exit 1 (crashed (a retry makes sense))")
+    v = verdict(unit("failed", "failed", "exit-code", "1"), None, container=None)
+    assert v["reason"] == "exit-code, exit 1 (crashed (a retry makes sense))"
     v = verdict(unit("activating", "auto-restart", "exit-code", "1", restarts="2"), None, container=None)
     assert v["state"] == "restarting"
 
