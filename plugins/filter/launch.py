@@ -1,85 +1,133 @@
 # Copyright: (c) 2026, ascendops engineering
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the launch stage: training progress from the trainer's log, HCCL/CANN error codes
-explained, the collective pre-flight verdict, hccl_test rows and the NPU process table."""
+"""Filters of the launch stage: the job's container specification (one spec renders the systemd
+unit and the collective pre-flight's command), its environment, the runtime user, the restart plan
+from every node's job state, HCCL/CANN error codes explained, the collective pre-flight verdict,
+hccl_test rows and the NPU process table. The logic lives in module_utils (job_container,
+job_state); these are thin wrappers."""
 
 from __future__ import annotations
 
-import re
-
+from ansible_collections.ascendops.cluster.plugins.module_utils import job_container as jc
+from ansible_collections.ascendops.cluster.plugins.module_utils import job_state as js
 from ansible_collections.ascendops.cluster.plugins.module_utils.hccl_test import parse_hccl_test, summarize_hccl_test
 from ansible_collections.ascendops.cluster.plugins.module_utils.npu_smi import parse_npu_smi_processes
 
-# What a code usually means and what to do about it. Matched in log text as a whole word.
-HCCL_ERRORS = {
-    "EI0006": ("HCCL socket timeout: a rank did not reach HCCL init (or the device network) within "
-               "HCCL_CONNECT_TIMEOUT",
-               "check that every node started the job, that device NICs ping each other (roce stage), "
-               "and raise HCCL_CONNECT_TIMEOUT for large clusters"),
-    "EI0002": ("HCCL notify wait timeout: a rank stopped taking part in a collective",
-               "look for the rank that died or hung first; raise HCCL_EXEC_TIMEOUT for long steps"),
-    "EI0008": ("CANN versions differ between the nodes",
-               "install the same CANN version everywhere (cann stage)"),
-    "EI0014": ("invalid rank table (RANK_TABLE_FILE): content or path wrong",
-               "regenerate the rank table with the launch stage; check RANK_TABLE_FILE inside the container"),
-    "EJ0001": ("HCCP init failed: a previous training process still holds the devices",
-               "stop leftover training processes (npu-smi info process table) and start again"),
-    "-8005": ("dcmi initialize failed: the NPU driver is not running",
-              "check the driver (npu-smi info; reboot pending after an install?) and the /dev/davinci* devices"),
-    "-8020": ("the device is used by another process",
-              "stop the other process holding the NPU (npu-smi info process table)"),
-}
-_CODE_RE = re.compile(r"(?<![\w-])(E[IJ]\d{4}|-80(?:05|20))(?!\w)")
-_STEP_RE = re.compile(r"\bstep (?P<step>\d+)/(?P<total>\d+) \| loss (?P<loss>[-+0-9.eE]+|n/a)\b"
-                      r"(?:.*?\btok/s/dev (?P<tps>[0-9,.]+|n/a))?")
-_RESUME_RE = re.compile(r"resumed from (?P<tag>\S+): step (?P<step>\d+)")
-_SAVE_RE = re.compile(r"saved checkpoint (?P<tag>\S+)")
-# torch prints a rank's uncaught exception with a "[rank3]: " prefix on every line.
-_RANK_PREFIX_RE = re.compile(r"^\s*\[(?:rank|default)\d+\]:\s?")
+HCCL_ERRORS = js.HCCL_ERRORS
+hccl_errors = js.hccl_errors
+log_excerpt = js.log_excerpt
 
 
-def hccl_errors(text):
-    """Known HCCL/CANN error codes in ``text``, in order of first appearance:
-    [{code, meaning, fix, line}] (line = the first log line holding the code)."""
-    found = {}
-    for line in str(text or "").splitlines():
-        for code in _CODE_RE.findall(line):
-            if code in HCCL_ERRORS and code not in found:
-                meaning, fix = HCCL_ERRORS[code]
-                found[code] = {"code": code, "meaning": meaning, "fix": fix, "line": line.strip()[:300]}
-    return list(found.values())
+def _spec(data):
+    try:
+        return jc.ContainerSpec.from_dict(data)
+    except (jc.ContainerSpecError, TypeError, KeyError) as exc:
+        raise ValueError(f"job container: {exc}") from exc
 
 
-def _num(value):
-    if value in (None, "n/a"):
-        return None
-    return float(value.replace(",", ""))
+def job_container_spec(settings):
+    """The job's container specification (a dict) from the launch role's settings:
+    {engine, name, image, npu_ids, control_devices, driver_mounts (present ones), job_dir, job,
+    status_dir, env_file, user (container_user()), ulimits, labels, stop_timeout, extra_args,
+    command ({nnodes, node_rank, nproc, master_addr, master_port, config_file, grace_s})}."""
+    try:
+        s = dict(settings)
+        user = s.get("user") or {}
+        env = {"HOME": "/tmp"} if user.get("user") else {}
+        c = s["command"]
+        spec = jc.ContainerSpec(
+            engine=s["engine"], name=s["name"], image=s["image"],
+            command=jc.job_command(c["nnodes"], c["node_rank"], c["nproc"], c["master_addr"], c["master_port"],
+                                   c["config_file"], grace_s=c.get("grace_s")),
+            devices=[f"/dev/davinci{i}" for i in s["npu_ids"]] + list(s.get("control_devices") or []),
+            mounts=jc.job_mounts(s.get("driver_mounts"), s["job_dir"], s["job"], s.get("status_dir")),
+            env_file=s.get("env_file"), env=env, network=s.get("network", "host"), ipc=s.get("ipc", "host"),
+            user=user.get("user"), cap_add=user.get("cap_add") or [], ulimits=s.get("ulimits"),
+            labels=s.get("labels"), stop_timeout=s.get("stop_timeout"), extra_args=s.get("extra_args"))
+    except (jc.ContainerSpecError, KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"job container: {exc}") from exc
+    return spec.to_dict()
 
 
-def train_progress(text):
-    """Progress in a trainer log: the last ``step N/T | loss L | ... | tok/s/dev X`` line, the last
-    checkpoint saved and the last resume. {step, total_steps, loss, tokens_per_s_per_device,
-    first_loss, steps_logged, last_checkpoint, resumed_from, resumed_step}; step None when no step
-    was logged."""
-    result = {"step": None, "total_steps": None, "loss": None, "tokens_per_s_per_device": None, "first_loss": None,
-              "steps_logged": 0, "last_checkpoint": None, "resumed_from": None, "resumed_step": None}
-    for line in str(text or "").splitlines():
-        m = _STEP_RE.search(line)
-        if m:
-            loss = _num(m.group("loss"))
-            result.update(step=int(m.group("step")), total_steps=int(m.group("total")), loss=loss,
-                          tokens_per_s_per_device=_num(m.group("tps")), steps_logged=result["steps_logged"] + 1)
-            if result["first_loss"] is None:
-                result["first_loss"] = loss
-            continue
-        m = _SAVE_RE.search(line)
-        if m:
-            result["last_checkpoint"] = m.group("tag")
-            continue
-        m = _RESUME_RE.search(line)
-        if m:
-            result["resumed_from"], result["resumed_step"] = m.group("tag"), int(m.group("step"))
-    return result
+def job_container_argv(spec, name=None, command=None, extra_mounts=None, labels=None, rm=True):
+    """``<engine> run ...`` (argv list) of the spec, optionally as another container (name), with
+    another command or more mounts: the collective pre-flight's container is the job's."""
+    changes = {}
+    if name:
+        changes["name"] = name
+    if command:
+        changes["command"] = command
+    if extra_mounts:
+        changes["extra_mounts"] = extra_mounts
+    if labels is not None:
+        changes["labels"] = labels
+    try:
+        return _spec(spec).replace(**changes).argv(rm=rm)
+    except jc.ContainerSpecError as exc:
+        raise ValueError(f"job container: {exc}") from exc
+
+
+def job_container_unit(spec, description, stop_grace_s, restart_sec=20, start_limit_burst=5,
+                       start_limit_interval_s=3600, comments=()):
+    """The systemd unit (text) that runs the spec."""
+    try:
+        return _spec(spec).unit(description, stop_grace_s, restart_sec=restart_sec,
+                                start_limit_burst=start_limit_burst, start_limit_interval_s=start_limit_interval_s,
+                                comments=comments)
+    except jc.ContainerSpecError as exc:
+        raise ValueError(f"job container: {exc}") from exc
+
+
+def job_container_command(spec, module, module_args=()):
+    """The spec's torchrun command with another trainer module (e.g. collective), without the launcher."""
+    c = list(_spec(spec).command)
+    if c[:2] == ["ascendops-train", "launch"]:
+        c = ["torchrun"] + c[c.index("--") + 1:]
+    cut = c.index("-m")
+    return c[:cut] + ["-m", "ascendops_trainer", module] + [str(a) for a in module_args]
+
+
+def job_container_security(user=None, cap_add=()):
+    """The least-privilege flags of every job container (container_runtime's verify uses them)."""
+    return jc.security_args(user, cap_add)
+
+
+def container_user(device_stats, user_name=None, uid=None, gid=None):
+    """Who the job runs as (see module_utils/job_container.container_user). ``device_stats``: the
+    results of an Ansible stat loop over the device nodes, or [{path, uid, gid, mode}]."""
+    stats = []
+    for item in device_stats or []:
+        st = item.get("stat", item) if isinstance(item, dict) else {}
+        if st.get("exists", True):
+            stats.append({"path": st.get("path", item.get("item")), "uid": st.get("uid"), "gid": st.get("gid"),
+                          "mode": st.get("mode", "0")})
+    return jc.container_user(stats, user_name, uid, gid)
+
+
+def job_env(base, extra_env=None):
+    try:
+        return jc.job_env(base, extra_env)
+    except jc.ContainerSpecError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def env_file_text(env, header=()):
+    return jc.env_file_text(env, header)
+
+
+def profile_text(env, exclude=(), header=()):
+    return jc.profile_text(env, exclude, header)
+
+
+def interface_of_address(facts, address):
+    return jc.interface_of_address(facts, address)
+
+
+def launch_plan(infos, changed_data=None, restart_failed=False, start_stopped=False):
+    """The restart plan from every node's ascend_job_info result: {host: job} (or {host: result with
+    .job}). See module_utils/job_state.restart_plan."""
+    nodes = {h: (v.get("job", v) if isinstance(v, dict) else v) for h, v in (infos or {}).items()}
+    return js.restart_plan(nodes, changed_data or {}, bool(restart_failed), bool(start_stopped))
 
 
 def collective_verdict(report, min_bandwidth_gbs=0.0, min_size_bytes=0):
@@ -120,57 +168,6 @@ def key_value_lines(text):
     return result
 
 
-def _fmt(value, spec):
-    return "n/a" if value is None else format(value, spec)
-
-
-def node_status_line(status):
-    """One line per node for the status report, from the launch role's per-node status dict
-    {node, state, node_rank, nproc, restarts, started, progress (train_progress), errors}."""
-    p = status.get("progress") or {}
-    head = (f"{status.get('node')}: {status.get('state')}, node_rank {status.get('node_rank')} "
-            f"({status.get('nproc')} ranks), restarts {status.get('restarts')}, started {status.get('started') or '-'}")
-    if p.get("step") is not None:
-        body = (f"step {p['step']}/{p.get('total_steps')}, loss {_fmt(p.get('loss'), '.4f')} "
-                f"(first {_fmt(p.get('first_loss'), '.4f')}), "
-                f"{_fmt(p.get('tokens_per_s_per_device'), ',.0f')} tokens/s per device")
-    else:
-        body = "no step logged yet"
-    tail = f", last checkpoint {p.get('last_checkpoint') or 'none'}"
-    if p.get("resumed_from"):
-        tail += f", resumed from {p['resumed_from']}"
-    if status.get("errors"):
-        tail += "; errors: " + ", ".join(e["code"] for e in status["errors"])
-    return f"{head}; {body}{tail}"
-
-
-def log_excerpt(text, lines=30, error_lines=40):
-    """What a person needs from a failed job's log: the first error (a Python traceback up to its
-    exception line; torchrun's own summary blocks are skipped, they only name the failed rank) and
-    then the last ``lines`` lines, without repeating lines that are in both. A list of lines."""
-    all_lines = str(text or "").splitlines()
-    tail_start = max(len(all_lines) - int(lines), 0)
-    first_error = []
-    for i, line in enumerate(all_lines[:tail_start]):
-        if _RANK_PREFIX_RE.sub("", line, count=1).lstrip().startswith("Traceback (most recent call last)"):
-            block = [line]
-            for nxt in all_lines[i + 1:tail_start]:
-                block.append(nxt)
-                # the exception line: not indented (after a "[rankN]: " prefix), after the indented frames
-                body = _RANK_PREFIX_RE.sub("", nxt, count=1)
-                if body and not body[0].isspace() and ":" in body:
-                    break
-            if any("torch/distributed/run.py" in b or "launcher/api.py" in b for b in block):
-                continue  # torchrun's own failure report: the rank's error comes before it
-            first_error = block[: int(error_lines)]
-            if len(block) > int(error_lines):
-                first_error += [f"... ({len(block) - int(error_lines)} more lines)", block[-1]]
-            break
-    if first_error:
-        return first_error + ["..."] + all_lines[tail_start:]
-    return all_lines[tail_start:]
-
-
 def hccl_test_results(text):
     """Rows of CANN's hccl_test output (see module_utils/hccl_test.py)."""
     return parse_hccl_test(text)
@@ -189,8 +186,12 @@ class FilterModule:
     """Launch stage filters."""
 
     def filters(self):
-        return {"hccl_errors": hccl_errors, "train_progress": train_progress,
-                "collective_verdict": collective_verdict, "key_value_lines": key_value_lines,
-                "node_status_line": node_status_line, "log_excerpt": log_excerpt,
-                "hccl_test_results": hccl_test_results,
-                "hccl_test_verdict": hccl_test_verdict, "npu_processes": npu_processes}
+        return {"hccl_errors": hccl_errors, "collective_verdict": collective_verdict,
+                "key_value_lines": key_value_lines, "log_excerpt": log_excerpt,
+                "hccl_test_results": hccl_test_results, "hccl_test_verdict": hccl_test_verdict,
+                "npu_processes": npu_processes, "job_container_spec": job_container_spec,
+                "job_container_argv": job_container_argv, "job_container_unit": job_container_unit,
+                "job_container_command": job_container_command, "job_container_security": job_container_security,
+                "container_user": container_user, "job_env": job_env, "env_file_text": env_file_text,
+                "profile_text": profile_text, "interface_of_address": interface_of_address,
+                "launch_plan": launch_plan}

@@ -1,4 +1,5 @@
-"""Launch filters: progress from the trainer log, error codes, collective verdict, NPU processes."""
+"""Launch filters: error codes, log excerpts, collective verdict, NPU processes (the container
+specification, environment and restart plan: tests/unit/plugins/module_utils/test_job_*.py)."""
 
 from pathlib import Path
 
@@ -11,40 +12,10 @@ from ansible_collections.ascendops.cluster.plugins.filter.launch import (
     hccl_test_results,
     key_value_lines,
     log_excerpt,
-    node_status_line,
     npu_processes,
-    train_progress,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-
-TAIL = "| TFLOPS/dev 0.10 | MFU n/a | mem 1.00 GiB | data wait 0.1% | 0.500 s/step"
-LOG = f"""2026-11-30 10:00:01 INFO ascendops_trainer.train: run: {{"world_size": 4}}
-step 1/40 | loss 10.8123 | lr 1.00e-05 | gnorm 3.100 | tok/s/dev 1,234 {TAIL}
-2026-11-30 10:00:05 INFO ascendops_trainer.checkpoint: saved checkpoint step_00000010
-step 10/40 | loss 7.5000 | lr 1.00e-04 | gnorm 1.100 | tok/s/dev 2,048 {TAIL}
-"""
-
-
-def test_progress_reads_the_last_step_line_and_checkpoint():
-    p = train_progress(LOG)
-    assert p["step"] == 10 and p["total_steps"] == 40
-    assert p["loss"] == 7.5 and p["first_loss"] == pytest.approx(10.8123)
-    assert p["tokens_per_s_per_device"] == 2048.0
-    assert p["steps_logged"] == 2 and p["last_checkpoint"] == "step_00000010"
-    assert p["resumed_from"] is None
-
-
-def test_progress_sees_a_resume_and_missing_values():
-    p = train_progress("INFO ascendops_trainer.train: resumed from step_00000020: step 20, data epoch 0, 80 samples"
-                       "\nstep 21/40 | loss n/a | lr n/a | gnorm n/a | tok/s/dev n/a | x\n")
-    assert (p["resumed_from"], p["resumed_step"], p["step"], p["loss"], p["tokens_per_s_per_device"]) == (
-        "step_00000020", 20, 21, None, None)
-
-
-def test_progress_of_an_empty_log():
-    assert train_progress("")["step"] is None
-    assert train_progress(None)["steps_logged"] == 0
 
 
 @pytest.mark.parametrize("code", ["EI0006", "EJ0001", "EI0014", "-8005"])
@@ -117,27 +88,16 @@ def test_npu_processes_on_the_vendor_samples():
 
 def test_filters_registered():
     assert set(FilterModule().filters()) == {
-        "hccl_errors", "train_progress", "collective_verdict", "key_value_lines", "node_status_line",
-        "hccl_test_results", "hccl_test_verdict", "npu_processes", "log_excerpt"}
+        "hccl_errors", "collective_verdict", "key_value_lines", "hccl_test_results", "hccl_test_verdict",
+        "npu_processes", "log_excerpt", "job_container_spec", "job_container_argv", "job_container_unit",
+        "job_container_command", "job_container_security", "container_user", "job_env", "env_file_text",
+        "profile_text", "interface_of_address", "launch_plan"}
 
 
 def test_key_value_lines_split_at_the_first_equals_sign():
     text = "ActiveState=active\nExecMainStartTimestamp=Mon 2026-11-30 10:00:00 UTC\n# c\nX=a=b\nnoise\n"
     assert key_value_lines(text) == {"ActiveState": "active", "ExecMainStartTimestamp": "Mon 2026-11-30 10:00:00 UTC",
                                      "X": "a=b"}
-
-
-def test_node_status_line_of_a_training_node_and_of_a_failed_one():
-    first = {"node": "node1", "state": "active/running", "node_rank": 0, "nproc": "2", "restarts": 0,
-             "started": "Mon 2026-11-30 10:00:00 UTC", "progress": train_progress(LOG), "errors": []}
-    assert node_status_line(first) == (
-        "node1: active/running, node_rank 0 (2 ranks), restarts 0, started Mon 2026-11-30 10:00:00 UTC; "
-        "step 10/40, loss 7.5000 (first 10.8123), 2,048 tokens/s per device, last checkpoint step_00000010")
-    other = dict(first, node="node2", node_rank="1", progress=train_progress(""),
-                 errors=hccl_errors("EI0006 Getting socket times out"), state="failed/failed")
-    line = node_status_line(other)
-    assert line.startswith("node2: failed/failed, node_rank 1")
-    assert "no step logged yet" in line and line.endswith("last checkpoint none; errors: EI0006")
 
 
 TORCHRUN_FAILURE = """W1130 17:23:40 torch/distributed/run.py:803] Setting OMP_NUM_THREADS

@@ -1,0 +1,365 @@
+# Copyright: (c) 2026, ascendops engineering
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The training job's container, specified once.
+
+One ``ContainerSpec`` (engine, name, image, devices, mounts, environment file, network, IPC, user,
+capabilities, security options, limits, labels, command) renders both the systemd unit that runs
+the job (``unit()``, in the manner of containers.podman's quadlet: the unit is generated from the
+same parameters as the run command) and the ``<engine> run`` argv of the collective pre-flight
+(``argv()``). ``job_spec()`` builds the job's spec from the launch role's settings,
+``job_env()`` its environment, ``container_user()`` decides whether the devices let it run as the
+runtime user.
+
+Least privilege, the same for every container of the job (and for container_runtime's verify,
+through ``security_args()``): no capabilities (``--cap-drop ALL``), ``no-new-privileges``, the
+runtime user's ids where the NPU device nodes allow, no ``--privileged``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+# The engine's default capabilities (chown, dac_override, fowner, setuid, net_raw, ...) are not
+# needed to train: every one is dropped. no-new-privileges: no setuid binary can gain any back.
+CAP_DROP = ("ALL",)
+SECURITY_OPT = ("no-new-privileges",)
+# Exit codes of the trainer and its launcher (ascendops-train launch): see job_state.EXIT_CODES.
+DO_NOT_RETRY = (2, 3, 4)
+STOPPED_EXIT = 143
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ULIMIT_RE = re.compile(r"^-?\d+(:-?\d+)?$")
+
+
+class ContainerSpecError(ValueError):
+    """A container specification that cannot be rendered."""
+
+
+def security_args(user=None, cap_add=()):
+    """The least-privilege flags every container of the job runs with (and the verify container proves)."""
+    args = []
+    for cap in CAP_DROP:
+        args += ["--cap-drop", cap]
+    for cap in cap_add or ():
+        args += ["--cap-add", str(cap)]
+    for opt in SECURITY_OPT:
+        args += ["--security-opt", opt]
+    if user:
+        args += ["--user", str(user)]
+    return args
+
+
+def _mode(value):
+    if isinstance(value, int):
+        return value
+    return int(str(value), 8)
+
+
+def _can_open(stat, uid, gid):
+    """Whether uid/gid may read and write the node ``stat`` describes ({uid, gid, mode}) without capabilities."""
+    mode = _mode(stat.get("mode", 0))
+    if int(stat.get("uid", -1)) == int(uid):
+        return mode & 0o600 == 0o600
+    if int(stat.get("gid", -1)) == int(gid):
+        return mode & 0o060 == 0o060
+    return mode & 0o006 == 0o006
+
+
+def container_user(device_stats, user_name=None, uid=None, gid=None):
+    """Who the job's processes run as.
+
+    ``device_stats``: the NPU device nodes the container gets, each {path, uid, gid, mode} (mode as
+    an octal string as Ansible's stat gives it, or an int). The runtime user (``user_name`` with
+    ``uid``/``gid``; none when not asked for or not on the node) is used when it can open every one
+    of them; otherwise root, without capabilities, plus CAP_DAC_OVERRIDE only where root does not
+    own a device node either. Returns {user ("uid:gid" or None for root), name, uid, gid, cap_add,
+    reason}.
+    """
+    stats = list(device_stats or [])
+    if user_name and user_name != "root" and uid is not None and gid is not None and int(uid) != 0:
+        blocked = [s for s in stats if not _can_open(s, uid, gid)]
+        if not blocked:
+            return {"user": f"{int(uid)}:{int(gid)}", "name": user_name, "uid": int(uid), "gid": int(gid),
+                    "cap_add": [], "reason": f"runs as {user_name} ({int(uid)}:{int(gid)}), which owns the NPU devices"}
+        why = (f"{user_name} ({int(uid)}:{int(gid)}) cannot open "
+               + ", ".join(f"{s.get('path')} ({s.get('uid')}:{s.get('gid')} {_mode(s.get('mode', 0)):04o})"
+                           for s in blocked))
+    elif user_name and user_name != "root":
+        why = f"the runtime user {user_name} does not exist on this node"
+    else:
+        why = "root asked for (launch_container_user)"
+    cap_add = [] if all(_can_open(s, 0, 0) for s in stats) else ["DAC_OVERRIDE"]
+    return {"user": None, "name": "root", "uid": 0, "gid": 0, "cap_add": cap_add,
+            "reason": f"runs as root without capabilities{' but DAC_OVERRIDE' if cap_add else ''}: {why}"}
+
+
+def _systemd_word(arg):
+    """One argument of an Exec= line: systemd specifiers (%) and variables ($) escaped, quoted when needed."""
+    text = str(arg).replace("%", "%%").replace("$", "$$")
+    if text and not re.search(r"[\s\"'\\;]", text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class ContainerSpec:
+    """A container of the job: what runs, with which devices, mounts, environment and privileges."""
+
+    FIELDS = ("engine", "name", "image", "command", "devices", "mounts", "env_file", "env", "network", "ipc",
+              "user", "cap_add", "ulimits", "labels", "stop_timeout", "extra_args", "engine_path")
+
+    def __init__(self, engine, name, image, command, devices=(), mounts=(), env_file=None, env=None,
+                 network="host", ipc="host", user=None, cap_add=(), ulimits=None, labels=None,
+                 stop_timeout=None, extra_args=(), engine_path=None):
+        if engine not in ("docker", "podman"):
+            raise ContainerSpecError(f"container engine {engine!r}: docker or podman")
+        if not _NAME_RE.match(str(name or "")):
+            raise ContainerSpecError(f"container name {name!r}: letters, digits, '.', '_' or '-'")
+        if not image:
+            raise ContainerSpecError("no image")
+        if not command:
+            raise ContainerSpecError("no command")
+        self.engine = engine
+        self.engine_path = engine_path or f"/usr/bin/{engine}"
+        self.name = str(name)
+        self.image = str(image)
+        self.command = [str(c) for c in command]
+        self.devices = []
+        for dev in devices or ():
+            if not str(dev).startswith("/dev/"):
+                raise ContainerSpecError(f"device {dev!r} is not under /dev")
+            if str(dev) not in self.devices:
+                self.devices.append(str(dev))
+        self.mounts = []
+        targets = set()
+        for m in mounts or ():
+            source, target = str(m["source"]), str(m.get("target") or m["source"])
+            if not source.startswith("/") or not target.startswith("/"):
+                raise ContainerSpecError(f"mount {source}:{target}: absolute paths only")
+            if ":" in source or ":" in target or "," in source or "," in target:
+                raise ContainerSpecError(f"mount {source}:{target}: ':' and ',' cannot be passed to the engine")
+            if target in targets:
+                continue  # the same directory named twice (e.g. run_dir == checkpoint_dir)
+            targets.add(target)
+            self.mounts.append({"source": source, "target": target, "read_only": bool(m.get("read_only", True))})
+        self.env_file = env_file
+        self.env = {}
+        for key, value in (env or {}).items():
+            if not _ENV_KEY_RE.match(str(key)) or re.search(r"[\r\n]", str(value)):
+                raise ContainerSpecError(f"environment variable {key!r}: a name and a one-line value")
+            self.env[str(key)] = str(value)
+        self.network = network
+        self.ipc = ipc
+        self.user = str(user) if user else None
+        self.cap_add = [str(c) for c in cap_add or ()]
+        self.ulimits = {}
+        for key, value in (ulimits or {}).items():
+            if not re.match(r"^[a-z]+$", str(key)) or not _ULIMIT_RE.match(str(value)):
+                raise ContainerSpecError(f"ulimit {key}={value}: a name and soft[:hard] numbers (-1 unlimited)")
+            self.ulimits[str(key)] = str(value)
+        self.labels = {str(k): str(v) for k, v in (labels or {}).items()}
+        self.stop_timeout = int(stop_timeout) if stop_timeout is not None else None
+        self.extra_args = [str(a) for a in extra_args or ()]
+
+    @classmethod
+    def from_dict(cls, data):
+        """A spec from the dict ``to_dict()`` gives (how it travels between Ansible tasks)."""
+        if isinstance(data, ContainerSpec):
+            return data
+        unknown = set(data) - set(cls.FIELDS)
+        if unknown:
+            raise ContainerSpecError(f"unknown container spec keys: {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+    def to_dict(self):
+        return {f: getattr(self, f) for f in self.FIELDS}
+
+    def replace(self, **changes):
+        data = self.to_dict()
+        extra_mounts = changes.pop("extra_mounts", None)
+        data.update(changes)
+        if extra_mounts:
+            data["mounts"] = list(data["mounts"]) + list(extra_mounts)
+        return ContainerSpec(**data)
+
+    def run_args(self, rm=True):
+        """The arguments after ``<engine> run``: options, image, command."""
+        args = ["--rm"] if rm else []
+        args += ["--name", self.name]
+        for key, value in sorted(self.labels.items()):
+            args += ["--label", f"{key}={value}"]
+        if self.network:
+            args += ["--network", self.network]
+        if self.ipc:
+            args += ["--ipc", self.ipc]
+        args += security_args(self.user, self.cap_add)
+        for key, value in sorted(self.ulimits.items()):
+            args += ["--ulimit", f"{key}={value}"]
+        if self.stop_timeout is not None:
+            args += ["--stop-timeout", str(self.stop_timeout)]
+        for dev in self.devices:
+            args += ["--device", dev]
+        for m in self.mounts:
+            args += ["--volume", f"{m['source']}:{m['target']}{':ro' if m['read_only'] else ''}"]
+        if self.env_file:
+            args += ["--env-file", self.env_file]
+        for key, value in self.env.items():
+            args += ["--env", f"{key}={value}"]
+        args += self.extra_args
+        return args + [self.image] + self.command
+
+    def argv(self, rm=True):
+        """``<engine> run ...`` as an argv list (for the command module: nothing passes through a shell)."""
+        return [self.engine, "run"] + self.run_args(rm=rm)
+
+    def shell_command(self):
+        """The run command as a person would type it (shown in reports)."""
+        return shlex.join(self.argv())
+
+    def unit(self, description, stop_grace_s, restart_sec=20, start_limit_burst=5, start_limit_interval_s=3600,
+             comments=(), start_timeout_s=300):
+        """The systemd unit that runs this container.
+
+        ``stop_grace_s``: the time the command gets to finish after SIGTERM (the launcher's final
+        checkpoint); ``<engine> stop`` waits ``stop_timeout`` (default 15 s more) before it kills,
+        systemd 30 s more than that before it gives up. A container already gone (the job completed
+        and ``--rm`` removed it) is no failure of ExecStop. Exit codes 2, 3, 4 (configuration, rank
+        table, non-finite loss) are not retried; 143 (stopped on SIGTERM after saving) is a clean stop.
+        """
+        grace = int(stop_grace_s)
+        engine_stop = self.stop_timeout if self.stop_timeout is not None else grace + 15
+        if engine_stop <= grace:
+            raise ContainerSpecError(f"stop timeout {engine_stop} s must exceed the grace of {grace} s")
+        word = _systemd_word
+        lines = [f"# {c}" for c in comments]
+        lines += [
+            "[Unit]",
+            f"Description={description}",
+            "Wants=network-online.target",
+            "After=network-online.target" + (" docker.service" if self.engine == "docker" else ""),
+        ]
+        if self.engine == "docker":
+            lines.append("Requires=docker.service")
+        lines += [
+            f"StartLimitIntervalSec={int(start_limit_interval_s)}",
+            f"StartLimitBurst={int(start_limit_burst)}",
+            "",
+            "[Service]",
+            "Type=simple",
+            f"ExecStartPre=-{self.engine_path} rm -f {word(self.name)}",
+        ]
+        run = self.to_dict()
+        run["stop_timeout"] = engine_stop
+        args = ContainerSpec(**run).run_args(rm=True)  # the engine's own stops (shutdown) get the same time
+        # one option (with its value) per line, the image and command on the last
+        image_at = len(args) - len(self.command) - 1
+        opts, tail = args[:image_at], args[image_at:]
+        rows, i = [], 0
+        while i < len(opts):
+            if opts[i].startswith("--") and i + 1 < len(opts) and not opts[i + 1].startswith("--") \
+                    and opts[i] not in ("--rm",):
+                rows.append(f"{opts[i]} {word(opts[i + 1])}")
+                i += 2
+            else:
+                rows.append(word(opts[i]))
+                i += 1
+        rows.append(" ".join(word(a) for a in tail))
+        lines.append(f"ExecStart={self.engine_path} run " + " \\\n  ".join(rows))
+        lines += [
+            f"ExecStop=-{self.engine_path} stop --time {engine_stop} {word(self.name)}",
+            f"ExecStopPost=-{self.engine_path} rm -f {word(self.name)}",
+            "Restart=on-failure",
+            f"RestartSec={int(restart_sec)}",
+            "RestartPreventExitStatus=" + " ".join(str(c) for c in DO_NOT_RETRY),
+            f"SuccessExitStatus={STOPPED_EXIT}",
+            f"TimeoutStartSec={int(start_timeout_s)}",
+            f"TimeoutStopSec={engine_stop + 30}",
+            "",
+            "[Install]",
+            "WantedBy=multi-user.target",
+            "",
+        ]
+        return "\n".join(lines)
+
+
+def job_command(nnodes, node_rank, nproc, master_addr, master_port, config_file, grace_s=None, module="train",
+                module_args=()):
+    """The torchrun command of the job (``-m ascendops_trainer <module>``), or with ``grace_s`` the
+    launcher ``ascendops-train launch --grace-s G -- <torchrun's arguments>`` (it runs torchrun)."""
+    torchrun = ["torchrun", "--nnodes", str(nnodes), "--node_rank", str(node_rank), "--nproc_per_node", str(nproc),
+                "--master_addr", str(master_addr), "--master_port", str(master_port), "-m", "ascendops_trainer", module]
+    if config_file:
+        torchrun += ["--config", str(config_file)]
+    torchrun += [str(a) for a in module_args]
+    if grace_s is None:
+        return torchrun
+    return ["ascendops-train", "launch", "--grace-s", str(int(grace_s)), "--"] + torchrun[1:]
+
+
+def job_mounts(driver_mounts, job_dir, job, status_dir=None, extra=()):
+    """Mounts of the job's containers: the driver paths present on the node and the job directory
+    read-only, the data and a model directory read-only, checkpoints, run directory and status
+    directory read-write (each at the same path inside)."""
+    mounts = [{"source": p, "read_only": True} for p in driver_mounts or ()]
+    mounts.append({"source": job_dir, "read_only": True})
+    mounts.append({"source": job["data_path"], "read_only": True})
+    if job.get("hf_model_dir"):
+        mounts.append({"source": job["hf_model_dir"], "read_only": True})
+    mounts.append({"source": job["checkpoint_dir"], "read_only": False})
+    mounts.append({"source": job["run_dir"], "read_only": False})
+    if status_dir:
+        mounts.append({"source": status_dir, "read_only": False})
+    mounts += list(extra or ())
+    return mounts
+
+
+def job_env(base, extra_env=None):
+    """The job's environment: the launch stage's variables (``base``, in order) with the site's
+    ``extra_env`` over them. Returns {env (dict, in order), overridden ({key: [derived, site]} where
+    extra_env replaced a derived value with another)}."""
+    env = {}
+    for key, value in (base or {}).items():
+        if value is None or value == "":
+            continue
+        env[str(key)] = str(value)
+    overridden = {}
+    for key, value in sorted((extra_env or {}).items()):
+        key, value = str(key), str(value)
+        if key in env and env[key] != value:
+            overridden[key] = [env[key], value]
+        env[key] = value
+    for key, value in env.items():
+        if not _ENV_KEY_RE.match(key) or re.search(r"[\r\n]", value):
+            raise ContainerSpecError(f"environment variable {key!r}: a name and a one-line value")
+    return {"env": env, "overridden": overridden}
+
+
+def env_file_text(env, header=()):
+    """``KEY=value`` lines, as ``<engine> run --env-file`` reads them (no quoting, no expansion)."""
+    lines = [f"# {h}" for h in header]
+    lines += [f"{k}={v}" for k, v in env.items()]
+    return "\n".join(lines) + "\n"
+
+
+def profile_text(env, exclude=(), header=()):
+    """A POSIX shell snippet exporting ``env`` less the ``exclude`` keys (the site's extra_env, which
+    may hold secrets, stays out of every login shell)."""
+    lines = [f"# {h}" for h in header]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items() if k not in set(exclude or ())]
+    return "\n".join(lines) + "\n"
+
+
+def interface_of_address(facts, address):
+    """The network interface holding ``address`` in a host's Ansible facts (``ansible_facts``), or ''."""
+    address = str(address or "")
+    if not address:
+        return ""
+    for name in (facts or {}).get("interfaces") or []:
+        data = (facts or {}).get(name.replace("-", "_")) or (facts or {}).get(name) or {}
+        v4 = [data.get("ipv4") or {}] + list(data.get("ipv4_secondaries") or [])
+        if any(isinstance(a, dict) and a.get("address") == address for a in v4):
+            return name
+        if any(isinstance(a, dict) and a.get("address") == address for a in data.get("ipv6") or []):
+            return name
+    return ""

@@ -1,0 +1,197 @@
+"""The job's container specification: one spec renders the systemd unit and the pre-flight's argv."""
+
+import shlex
+
+import pytest
+from ansible_collections.ascendops.cluster.plugins.filter.launch import (
+    container_user,
+    job_container_argv,
+    job_container_command,
+    job_container_security,
+    job_container_spec,
+    job_container_unit,
+)
+from ansible_collections.ascendops.cluster.plugins.module_utils.job_container import (
+    ContainerSpec,
+    ContainerSpecError,
+    env_file_text,
+    interface_of_address,
+    job_env,
+    profile_text,
+    security_args,
+)
+
+JOB = {"name": "run1", "data_path": "/data/tokens", "checkpoint_dir": "/data/ckpt", "run_dir": "/data/run",
+       "hf_model_dir": None}
+DEVICES = ["/dev/davinci0", "/dev/davinci1", "/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"]
+
+
+def stat_results(uid=1001, gid=1001, mode="0660", paths=tuple(DEVICES)):
+    return [{"item": p, "stat": {"exists": True, "path": p, "uid": uid, "gid": gid, "mode": mode}} for p in paths]
+
+
+def settings(**over):
+    s = {"engine": "docker", "name": "ascendops-train", "image": "localhost/ascendops-trainer:1", "npu_ids": ["0", "1"],
+         "control_devices": DEVICES[2:], "driver_mounts": ["/usr/local/Ascend/driver", "/etc/ascend_install.info"],
+         "job_dir": "/etc/ascendops", "job": JOB, "status_dir": "/var/lib/ascendops/status",
+         "env_file": "/etc/ascendops/ascendops.env", "user": container_user(stat_results(), "HwHiAiUser", 1001, 1001),
+         "ulimits": {"memlock": "-1:-1"}, "extra_args": [], "labels": {"ascendops.job": "run1"}, "stop_timeout": 615,
+         "command": {"nnodes": 2, "node_rank": 1, "nproc": 2, "master_addr": "10.0.0.9", "master_port": 29500,
+                     "config_file": "/etc/ascendops/job.yaml", "grace_s": 600}}
+    s.update(over)
+    return s
+
+
+def exec_start_argv(unit):
+    """ExecStart= of a unit as systemd splits it (continuation lines joined)."""
+    body = unit.split("ExecStart=", 1)[1].split("\nExecStop=", 1)[0].replace("\\\n", " ")
+    return shlex.split(body)
+
+
+def test_the_unit_and_the_pre_flight_run_the_same_container():
+    spec = job_container_spec(settings())
+    unit = job_container_unit(spec, "job run1", 600)
+    run = exec_start_argv(unit)
+    assert run[0] == "/usr/bin/docker" and run[1] == "run"
+    pre = job_container_argv(spec, name="ascendops-train-collective",
+                             command=job_container_command(spec, "collective", ["--sizes", "8K"]))
+    # same options (name and command aside)
+    opts = run[2:run.index("localhost/ascendops-trainer:1")]
+    pre_opts = pre[2:pre.index("localhost/ascendops-trainer:1")]
+    assert [o for o in opts if o != "ascendops-train"] == [o for o in pre_opts if o != "ascendops-train-collective"]
+    assert pre[pre.index("localhost/ascendops-trainer:1") + 1:] == [
+        "torchrun", "--nnodes", "2", "--node_rank", "1", "--nproc_per_node", "2", "--master_addr", "10.0.0.9",
+        "--master_port", "29500", "-m", "ascendops_trainer", "collective", "--sizes", "8K"]
+
+
+def test_the_job_runs_behind_the_launcher_with_the_stop_grace():
+    run = exec_start_argv(job_container_unit(job_container_spec(settings()), "job run1", 600))
+    cmd = run[run.index("localhost/ascendops-trainer:1") + 1:]
+    assert cmd[:5] == ["ascendops-train", "launch", "--grace-s", "600", "--"]
+    assert cmd[5:] == ["--nnodes", "2", "--node_rank", "1", "--nproc_per_node", "2", "--master_addr",
+                       "10.0.0.9", "--master_port", "29500", "-m", "ascendops_trainer", "train", "--config",
+                       "/etc/ascendops/job.yaml"]
+
+
+def test_the_unit_gives_the_grace_and_systemd_waits_longer():
+    unit = job_container_unit(job_container_spec(settings()), "job run1", 600)
+    assert "ExecStop=-/usr/bin/docker stop --time 615 ascendops-train" in unit
+    assert "TimeoutStopSec=645" in unit
+    run = exec_start_argv(unit)
+    assert run[run.index("--stop-timeout") + 1] == "615"
+    with pytest.raises(ValueError, match="must exceed the grace"):
+        job_container_unit(job_container_spec(settings(stop_timeout=600)), "job", 600)
+
+
+def test_the_unit_never_retries_a_do_not_retry_exit_and_a_stop_is_clean():
+    unit = job_container_unit(job_container_spec(settings()), "job run1", 600, restart_sec=5, start_limit_burst=3)
+    lines = unit.splitlines()
+    for setting in ("Restart=on-failure", "RestartSec=5", "StartLimitBurst=3", "RestartPreventExitStatus=2 3 4",
+                    "SuccessExitStatus=143", "Requires=docker.service", "WantedBy=multi-user.target"):
+        assert setting in lines
+    # a container --rm already removed is no failure of the stop
+    assert [x for x in lines if x.startswith(("ExecStop", "ExecStartPre"))] == [
+        "ExecStartPre=-/usr/bin/docker rm -f ascendops-train",
+        "ExecStop=-/usr/bin/docker stop --time 615 ascendops-train",
+        "ExecStopPost=-/usr/bin/docker rm -f ascendops-train"]
+
+
+def test_least_privilege_flags_devices_and_mounts():
+    run = exec_start_argv(job_container_unit(job_container_spec(settings()), "job run1", 600))
+    assert "--privileged" not in run
+    pairs = list(zip(run, run[1:]))
+    assert ("--cap-drop", "ALL") in pairs and ("--security-opt", "no-new-privileges") in pairs
+    assert ("--user", "1001:1001") in pairs and ("--env", "HOME=/tmp") in pairs
+    assert ("--network", "host") in pairs and ("--ulimit", "memlock=-1:-1") in pairs
+    assert [b for a, b in pairs if a == "--device"] == DEVICES
+    assert [b for a, b in pairs if a == "--volume"] == [
+        "/usr/local/Ascend/driver:/usr/local/Ascend/driver:ro", "/etc/ascend_install.info:/etc/ascend_install.info:ro",
+        "/etc/ascendops:/etc/ascendops:ro", "/data/tokens:/data/tokens:ro", "/data/ckpt:/data/ckpt",
+        "/data/run:/data/run", "/var/lib/ascendops/status:/var/lib/ascendops/status"]
+    assert ("--env-file", "/etc/ascendops/ascendops.env") in pairs
+    assert job_container_security("1001:1001") == security_args("1001:1001") == [
+        "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "1001:1001"]
+
+
+def test_a_model_directory_is_read_only_and_a_shared_run_dir_is_mounted_once():
+    job = dict(JOB, hf_model_dir="/models/llama3", run_dir="/data/ckpt")
+    argv = job_container_argv(job_container_spec(settings(job=job)))
+    vols = [b for a, b in zip(argv, argv[1:]) if a == "--volume"]
+    assert "/models/llama3:/models/llama3:ro" in vols
+    assert vols.count("/data/ckpt:/data/ckpt") == 1 and not any(v.startswith("/data/run") for v in vols)
+
+
+def test_systemd_specifiers_and_spaces_are_escaped():
+    spec = ContainerSpec("docker", "job", "img", ["sh", "-c", "echo 100% $HOME"], env={"A": "x y"})
+    run = exec_start_argv(spec.unit("d", 10))
+    assert run[-3:] == ["sh", "-c", "echo 100%% $$HOME"]
+    assert "A=x y" in run
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"engine": "lxc"}, "docker or podman"),
+    ({"name": "a b"}, "container name"),
+    ({"devices": ["/tmp/x"]}, "not under /dev"),
+    ({"mounts": [{"source": "data"}]}, "absolute paths"),
+    ({"mounts": [{"source": "/a:b"}]}, "cannot be passed"),
+    ({"env": {"A": "1\n2"}}, "one-line value"),
+    ({"ulimits": {"memlock": "lots"}}, "ulimit"),
+])
+def test_bad_specifications_are_refused(bad, match):
+    args = {"engine": "docker", "name": "job", "image": "img", "command": ["true"]}
+    args.update(bad)
+    with pytest.raises(ContainerSpecError, match=match):
+        ContainerSpec(**args)
+
+
+def test_podman_runs_without_docker_service():
+    unit = ContainerSpec("podman", "job", "img", ["true"]).unit("d", 10)
+    assert "Requires=docker.service" not in unit and "ExecStart=/usr/bin/podman run" in unit
+
+
+def test_the_runtime_user_when_it_owns_the_devices():
+    user = container_user(stat_results(), "HwHiAiUser", 1001, 1001)
+    assert user["user"] == "1001:1001" and user["cap_add"] == []
+    # group access is enough
+    assert container_user(stat_results(uid=0, gid=1001), "HwHiAiUser", 1001, 1001)["user"] == "1001:1001"
+
+
+def test_root_without_capabilities_when_the_devices_do_not_allow_the_user():
+    user = container_user(stat_results(uid=0, gid=0, mode="0600"), "HwHiAiUser", 1001, 1001)
+    assert user["user"] is None and user["cap_add"] == []
+    assert "cannot open /dev/davinci0 (0:0 0600)" in user["reason"]
+    # devices of another user: root needs DAC_OVERRIDE to open them, nothing more
+    other = container_user(stat_results(uid=1002, gid=1002), "HwHiAiUser", 1001, 1001)
+    assert other["user"] is None and other["cap_add"] == ["DAC_OVERRIDE"]
+    missing = container_user(stat_results(), "", None, None)
+    assert missing["user"] is None and "root asked for" in missing["reason"]
+    assert "does not exist" in container_user(stat_results(), "HwHiAiUser", None, None)["reason"]
+    spec = job_container_spec(settings(user=other))
+    assert ("--cap-add", "DAC_OVERRIDE") in zip(job_container_argv(spec), job_container_argv(spec)[1:])
+    assert "--user" not in job_container_argv(spec) and "HOME=/tmp" not in job_container_argv(spec)
+
+
+def test_environment_derived_values_and_the_sites_override():
+    out = job_env({"HCCL_RDMA_TC": "132", "HCCL_RDMA_SL": "4", "GLOO_SOCKET_IFNAME": "eth0", "EMPTY": ""},
+                  {"HCCL_RDMA_TC": "104", "TOKEN": "s3cret", "GLOO_SOCKET_IFNAME": "eth0"})
+    assert out["env"] == {"HCCL_RDMA_TC": "104", "HCCL_RDMA_SL": "4", "GLOO_SOCKET_IFNAME": "eth0", "TOKEN": "s3cret"}
+    assert out["overridden"] == {"HCCL_RDMA_TC": ["132", "104"]}
+    text = env_file_text(out["env"], ["header"])
+    assert text.splitlines() == ["# header", "HCCL_RDMA_TC=104", "HCCL_RDMA_SL=4", "GLOO_SOCKET_IFNAME=eth0",
+                                 "TOKEN=s3cret"]
+    shell = profile_text(out["env"], exclude=["TOKEN"])
+    assert "s3cret" not in shell and "export GLOO_SOCKET_IFNAME=eth0" in shell
+    assert profile_text({"A": "it's"}) == "export A='it'\"'\"'s'\n"
+    with pytest.raises(ContainerSpecError):
+        job_env({}, {"BAD KEY": "1"})
+
+
+def test_the_interface_holding_an_address():
+    facts = {"interfaces": ["lo", "eth0", "enp1s0-1"],
+             "lo": {"ipv4": {"address": "127.0.0.1"}},
+             "eth0": {"ipv4": {"address": "10.0.0.9"}, "ipv4_secondaries": [{"address": "10.0.0.99"}]},
+             "enp1s0_1": {"ipv4": {"address": "192.168.1.5"}}}
+    assert interface_of_address(facts, "10.0.0.9") == "eth0"
+    assert interface_of_address(facts, "10.0.0.99") == "eth0"
+    assert interface_of_address(facts, "192.168.1.5") == "enp1s0-1"
+    assert interface_of_address(facts, "10.9.9.9") == "" and interface_of_address({}, "10.0.0.9") == ""
