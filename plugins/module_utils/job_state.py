@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_errors import ERROR_CODES, find_codes
+
 EXIT_CODES = {
     0: "completed",
     1: "crashed (a retry makes sense)",
@@ -32,31 +34,8 @@ STATES = ("new", "starting", "running", "restarting", "stopping", "completed", "
 # States in which systemd runs (or is about to run) the job: left alone.
 ALIVE = ("starting", "running", "restarting", "stopping")
 
-# What a code usually means and what to do about it. Matched in log text as a whole word.
-HCCL_ERRORS = {
-    "EI0006": ("HCCL socket timeout: a rank did not reach HCCL init (or the device network) within "
-               "HCCL_CONNECT_TIMEOUT",
-               "check that every node started the job, that device NICs ping each other (roce stage), "
-               "and raise HCCL_CONNECT_TIMEOUT for large clusters"),
-    "EI0002": ("HCCL notify wait timeout: a rank stopped taking part in a collective",
-               "look for the rank that died or hung first; raise HCCL_EXEC_TIMEOUT for long steps"),
-    "EI0008": ("CANN versions differ between the nodes",
-               "install the same CANN version everywhere (cann stage)"),
-    "EI0009": ("HCCL transport init failed between two devices",
-               "check the device NICs' links and addresses (roce stage, hccn_tool -i N -link -g)"),
-    "EI0014": ("invalid rank table (RANK_TABLE_FILE): content or path wrong",
-               "regenerate the rank table with the launch stage; check RANK_TABLE_FILE inside the container"),
-    "EJ0001": ("HCCP init failed: a previous training process still holds the devices",
-               "stop leftover training processes (npu-smi info process table) and start again"),
-    "EJ0002": ("a device port is down", "check the device NIC's link (hccn_tool -i N -link -g) and its cable"),
-    "EJ0004": ("the rank table's device IP differs from the device NIC's address",
-               "run the roce stage, then the launch stage (it rebuilds the rank table from the hardware)"),
-    "-8005": ("dcmi initialize failed: the NPU driver is not running",
-              "check the driver (npu-smi info; reboot pending after an install?) and the /dev/davinci* devices"),
-    "-8020": ("the device is used by another process (or another container)",
-              "stop the other process holding the NPU (npu-smi info process table)"),
-}
-_CODE_RE = re.compile(r"(?<![\w-])(E[IJ]\d{4}|-80(?:05|20))(?!\w)")
+# What a code usually means and what to do about it: one table for every reader (ascend_errors.py).
+HCCL_ERRORS = {code: (entry[1], entry[2]) for code, entry in ERROR_CODES.items()}
 # torch prints a rank's uncaught exception with a "[rank3]: " prefix on every line.
 _RANK_PREFIX_RE = re.compile(r"^\s*\[(?:rank|default)\d+\]:\s?")
 
@@ -66,8 +45,8 @@ def hccl_errors(text):
     [{code, meaning, fix, line}] (line = the first log line holding the code)."""
     found = {}
     for line in str(text or "").splitlines():
-        for code in _CODE_RE.findall(line):
-            if code in HCCL_ERRORS and code not in found:
+        for code in find_codes(line):
+            if code not in found:
                 meaning, fix = HCCL_ERRORS[code]
                 found[code] = {"code": code, "meaning": meaning, "fix": fix, "line": line.strip()[:300]}
     return list(found.values())
