@@ -28,7 +28,8 @@ if ! podman image exists "$BASE_IMAGE"; then
     exit 2
 fi
 # Content hash of what goes into the image (the payload's files, the base image, the torch spec): an
-# image with the same stamp is reused (FORCE=1 rebuilds), and saved again only when OUT is missing.
+# image with the same stamp is reused (FORCE=1 rebuilds), and saved again when OUT is missing or was
+# saved from other inputs (OUT.stamp: an archive left from an older build is never taken as current).
 stamp=$( { (cd "$HERE" && find Containerfile requirements.txt check-image-env.py container-entrypoint.sh \
               pyproject.toml README.md src -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 |
             sort -z | xargs -0 sha256sum)
@@ -37,9 +38,10 @@ stamp=$( { (cd "$HERE" && find Containerfile requirements.txt check-image-env.py
 if [ "${FORCE:-0}" != 1 ] && podman image exists "$IMAGE_TAG" &&
    [ "$(podman image inspect --format '{{ index .Labels "ascendops.payload.stamp" }}' "$IMAGE_TAG")" = "$stamp" ]; then
     echo "trainer image $IMAGE_TAG is up to date ($stamp)"
-    if [ -s "$OUT" ]; then exit 0; fi
+    if [ -s "$OUT" ] && [ "$(cat "$OUT.stamp" 2>/dev/null)" = "$stamp" ]; then exit 0; fi
     mkdir -p "$(dirname "$OUT")"
     podman save --output "$OUT.tmp" "$IMAGE_TAG" && mv -f "$OUT.tmp" "$OUT"
+    echo "$stamp" > "$OUT.stamp"
     echo "saved $IMAGE_TAG to $OUT"
     exit 0
 fi
@@ -80,4 +82,5 @@ mkdir -p "$(dirname "$OUT")"
 rm -f "$OUT.tmp"
 podman save --output "$OUT.tmp" "$IMAGE_TAG"
 mv -f "$OUT.tmp" "$OUT"
+echo "$stamp" > "$OUT.stamp"
 echo "saved $IMAGE_TAG to $OUT"
