@@ -50,7 +50,9 @@ def compare(baseline_metrics, current, warn, fail):
         raise ValueError(f"tolerances must satisfy 0 <= warn ({warn}) <= fail ({fail}) < 1")
     rows = []
     for metric, value in current.items():
+        value = float(value)
         base = (baseline_metrics or {}).get(metric)
+        base = None if base is None else float(base)
         if base is None or base <= 0:
             rows.append({"metric": metric, "baseline": base, "current": value, "ratio": None, "verdict": "new"})
             continue

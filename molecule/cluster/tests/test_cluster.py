@@ -124,3 +124,18 @@ def test_collective_pre_flight_report():
     assert report["ok"] is True and report["world_size"] == 4 and report["backend"] == "gloo"
     assert sorted(len(r) for r in report["nodes"].values()) == [2, 2]
     assert all(r["check_result"] == "success" and r["alg_bandwidth_gbs"] > 0 for r in report["results"])
+
+
+def test_baselines_recorded_with_the_versions_they_ran_on():
+    """The collective pre-flight (converge) and status.yml (side_effect) recorded the cluster's baselines."""
+    import glob
+
+    files = glob.glob(os.path.join(EPHEMERAL, "reports", "baseline-*.json"))
+    assert len(files) == 1, files
+    with open(files[0], encoding="utf-8") as f:
+        store = json.load(f)
+    coll, train = store["baselines"]["collective"], store["baselines"]["training"]
+    assert set(coll["metrics"]) == {"8192", "262144"} and all(v > 0 for v in coll["metrics"].values())
+    assert coll["context"]["nodes"] == 2 and coll["context"]["world_size"] == 4
+    assert coll["context"]["driver"] and coll["context"]["cann"] not in ("", "none") and coll["context"]["image"]
+    assert train["metrics"]["tokens_per_s_per_device"] > 0
