@@ -82,12 +82,13 @@ class Collector:
             for what in ("link", "net_health", "stat", "ip"):
                 self.command(f"hccn_{dev}_{what}", [tool, "-i", str(dev), f"-{what}", "-g"])
         lines = str(p["journal_lines"])
+        since = ["--since", p["since"]] if p.get("since") else []
         self.command("journal_job", ["journalctl", "--unit", p["service"], "--output", "short-iso",
-                                     "--no-pager", "--lines", lines])
+                                     "--no-pager", "--lines", lines] + since)
         self.command("unit_state", ["systemctl", "show", p["service"], "--property",
                                     "ActiveState,SubState,Result,NRestarts,ExecMainStatus,ExecMainStartTimestamp"])
         if self.command("kernel", ["journalctl", "--dmesg", "--output", "short-iso", "--no-pager", "--lines",
-                                   lines]) not in (0,):
+                                   lines] + since) not in (0,):
             self.command("dmesg", ["dmesg"])
         report = os.path.join(p["install_path"], "driver", "tools", "msnpureport")
         if os.access(report, os.X_OK):

@@ -70,6 +70,11 @@ options:
     description: Lines of the unit's journal and of the kernel log recorded.
     type: int
     default: 5000
+  since:
+    description:
+      - Only journal and kernel-log entries from this time on (C(journalctl --since) syntax, such as
+        C(-2h), C(2026-12-01 03:00:00) or C(@1764558000)); all kept entries (up to I(journal_lines)) when unset.
+    type: str
   triage_lines:
     description: Last lines of the journal and the kernel log returned in C(triage).
     type: int
@@ -140,6 +145,7 @@ def main():
             log_dirs=dict(type="list", elements="str", default=[]),
             extra_commands=dict(type="dict", default={}),
             journal_lines=dict(type="int", default=5000),
+            since=dict(type="str"),
             triage_lines=dict(type="int", default=400),
             max_file_bytes=dict(type="int", default=20 * 1024 * 1024),
             max_total_bytes=dict(type="int", default=200 * 1024 * 1024),

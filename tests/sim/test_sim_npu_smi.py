@@ -303,3 +303,23 @@ def test_spod_info_answers_per_chip(booted_node):
     assert lines[0][1].strip() == "2"
     assert booted_node.npu_smi("info", "-t", "spod-info", "-i", "9", "-c", "0").returncode == 1
     assert booted_node.npu_smi("info", "-t", "spod-info", "-i", "0").returncode == 1
+
+
+def test_process_table_lists_processes_holding_a_device_node(booted_node):
+    """A process with /dev/davinciN open is listed under NPU N (the driver's view), in the layout the
+    collection's parser reads; the other NPUs say no running processes."""
+    from ansible_collections.ascendops.cluster.plugins.module_utils.npu_smi import parse_npu_smi_processes
+
+    fd_dir = booted_node.p("/proc/4242/fd")
+    fd_dir.mkdir(parents=True)
+    (fd_dir / "3").symlink_to(booted_node.p("/dev/davinci1"))
+    (fd_dir / "4").symlink_to(booted_node.p("/etc/hostname"))
+    booted_node.p("/proc/4242/comm").write_text("stale-holder\n")
+    booted_node.p("/proc/77/fd").mkdir(parents=True)  # a process holding nothing
+    booted_node.p("/proc/77/comm").write_text("bash\n")
+    r = booted_node.npu_smi("info")
+    assert r.returncode == 0, r.stdout
+    rows = parse_npu_smi_processes(r.stdout)
+    assert [(p["npu_id"], p["chip_id"], p["pid"], p["name"]) for p in rows] == [(1, 0, 4242, "stale-holder")]
+    assert "No running processes found in NPU 0" in r.stdout
+    assert "No running processes found in NPU 1" not in r.stdout

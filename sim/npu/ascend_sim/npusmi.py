@@ -10,9 +10,11 @@ fresh driver install (no ``/dev/davinci_manager``) every query prints
 ``dcmi module initialize failed. ret is -8005`` and exits 1, like the real tool.
 """
 
+import os
+import re
 import sys
 
-from . import hardware, installinfo
+from . import hardware, installinfo, paths
 from .devices import open_dcmi
 
 BORDER_TOP = "+" + "-" * 96 + "+"
@@ -20,6 +22,7 @@ BORDER_COLS = "+" + "-" * 27 + "+" + "-" * 15 + "+" + "-" * 52 + "+"
 BORDER_ROWS = "+" + "=" * 27 + "+" + "=" * 15 + "+" + "=" * 52 + "+"
 HEADER_1 = "| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|"
 HEADER_2 = "| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |"
+_DAVINCI_PATH = re.compile(r"/dev/davinci(\d+)$")
 PROC_HEADER = "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |"
 
 USAGE = """Usage: npu-smi info [-l | -t topo | -t spod-info -i <id> -c <chip_id>]
@@ -65,10 +68,42 @@ def format_info(hw: dict, st: dict, tool_version: str) -> str:
     lines.append(BORDER_COLS)
     lines.append(PROC_HEADER)
     lines.append(BORDER_ROWS)
+    holders = npu_processes(hw["npu_count"])
     for i in range(hw["npu_count"]):
-        lines.append(f"| {'No running processes found in NPU ' + str(i):<95}|")
+        if not holders.get(i):
+            lines.append(f"| {'No running processes found in NPU ' + str(i):<95}|")
+        for pid, name in holders.get(i, []):
+            lines.append(f"| {i:<8}{0:<18}| {pid:<14}| {name[:24]:<25}| {PROCESS_MEMORY_MB:<24}|")
         lines.append(BORDER_ROWS)
     return "\n".join(lines) + "\n"
+
+
+# The HBM a listed process holds: SIMULATION ONLY, a fixed assumed figure (nothing is allocated).
+PROCESS_MEMORY_MB = 3072
+
+
+def npu_processes(npu_count: int) -> dict[int, list[tuple[int, str]]]:
+    """Processes holding an NPU, as the driver knows them: here every process of the node with
+    ``/dev/davinciN`` open (read from ``/proc/<pid>/fd``). {npu: [(pid, name)]}, pids ascending."""
+    proc = paths.host_path("/proc")
+    out: dict[int, list[tuple[int, str]]] = {}
+    try:
+        pids = sorted(int(p) for p in os.listdir(proc) if p.isdigit())
+    except OSError:
+        return out
+    for pid in pids:
+        fd_dir = os.path.join(proc, str(pid), "fd")
+        try:
+            targets = {os.readlink(os.path.join(fd_dir, fd)) for fd in os.listdir(fd_dir)}
+            with open(os.path.join(proc, str(pid), "comm"), encoding="utf-8") as f:
+                name = f.read().strip()
+        except OSError:
+            continue  # gone, or not ours to read
+        for target in targets:
+            m = _DAVINCI_PATH.search(target)
+            if m and int(m.group(1)) < npu_count:
+                out.setdefault(int(m.group(1)), []).append((pid, name))
+    return out
 
 
 def format_list(hw: dict) -> str:

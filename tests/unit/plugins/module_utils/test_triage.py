@@ -206,3 +206,18 @@ def test_collector_writes_a_redacted_bundle_and_returns_triage(tmp_path):
 def test_filter_reads_unreached_nodes_as_none():
     s = FilterModule().filters()["triage"]({"node1": node(), "node2": None})
     assert s["nodes"]["node2"]["reachable"] is False and s["verdict"]["node"] == "node2"
+
+
+def test_collector_since_limits_the_journal_and_the_kernel_log(tmp_path):
+    run, calls = _fake_run({"info": (0, NPU_OK, ""), "--unit": (0, "", ""), "show": (0, "", ""),
+                            "--dmesg": (0, "", "")})
+    params = {"npu_smi": "/bin/true", "hccn_tool": "/bin/true", "service": "ascendops-train",
+              "install_path": str(tmp_path), "journal_lines": 100, "triage_lines": 50, "files": [],
+              "log_dirs": [], "status_file": str(tmp_path / "none.json"), "extra_commands": {},
+              "max_file_bytes": 1024, "max_total_bytes": 10 ** 6, "msnpureport_timeout_s": 5}
+    Collector(run, dict(params, since="@1764558000"), []).collect(str(tmp_path / "a.tar.gz"), check_mode=True)
+    journals = [c for c in calls if c[0] == "journalctl"]
+    assert len(journals) == 2 and all(c[-2:] == ["--since", "@1764558000"] for c in journals)
+    calls.clear()
+    Collector(run, params, []).collect(str(tmp_path / "b.tar.gz"), check_mode=True)
+    assert not any("--since" in c for c in calls)
