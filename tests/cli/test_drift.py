@@ -163,6 +163,15 @@ def test_summarize_diff_prepared_text_and_limit():
     assert d.summarize_diff(package) == ["~ content differs (2001 lines before, 1 after)"]
 
 
+def test_json_files_are_compared_by_content_not_by_their_indentation():
+    """daemon.json written by hand with other indentation: only the changed value shows."""
+    opts = {"max-file": "5"}
+    before = json.dumps({"data-root": "/var/lib/docker", "live-restore": False, "log-opts": opts}, indent=4)
+    after = json.dumps({"live-restore": True, "data-root": "/var/lib/docker", "log-opts": opts}, indent=2)
+    assert d.summarize_diff({"before": before, "after": after}) == [
+        '- "live-restore": false,', '+ "live-restore": true,']
+
+
 def test_a_failed_loop_names_its_failed_items(smap):
     res = {"msg": "One or more items failed", "results": [
         {"failed": False, "item": "a.run"},

@@ -227,7 +227,7 @@ def summarize_diff(diff: Any, limit: int = DIFF_LINES) -> list[str]:
             continue
         if "before" not in part and "after" not in part:
             continue
-        before, after = _text(part.get("before")), _text(part.get("after"))
+        before, after = _comparable(_text(part.get("before")), _text(part.get("after")))
         if before == after:
             continue
         header = part.get("after_header") or part.get("before_header")
@@ -249,6 +249,18 @@ def _text(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value, indent=1, sort_keys=True, default=str)
     return str(value)
+
+
+def _comparable(before: str, after: str) -> tuple[str, str]:
+    """Two JSON documents (daemon.json, a rank table) re-rendered alike, so that only changed values
+    show, not a file's own indentation; other texts as they are."""
+    try:
+        b, a = json.loads(before), json.loads(after)
+    except ValueError:
+        return before, after
+    if not isinstance(b, (dict, list)) or not isinstance(a, (dict, list)):
+        return before, after
+    return (json.dumps(b, indent=1, sort_keys=True), json.dumps(a, indent=1, sort_keys=True))
 
 
 def _line_diff(before: str, after: str) -> list[str]:
