@@ -461,3 +461,143 @@ def parse_npu_smi_spod_info(text):
         shown = lines[0].strip() if lines else "(no output)"
         raise NpuSmiFormatError(f"npu-smi info -t spod-info: no SDID line (first line {shown!r})")
     return out
+
+
+# ------------------------------------------------------------------ -t usages / -t common
+
+_KV_RE = re.compile(r"^\s*([^:]*?[^\s:])\s*:\s*(.*?)\s*$")
+_MCU_NAMES = ("mcu",)
+# printed key (lower case) -> normalised key; several spellings per value across models/versions
+_USAGE_KEYS = {
+    "aicore usage rate(%)": "aicore_pct",
+    "ai core usage rate(%)": "aicore_pct",
+    "aivector usage rate(%)": "aivector_pct",
+    "vectorcore usage rate(%)": "aivector_pct",
+    "aicpu usage rate(%)": "aicpu_pct",
+    "ctrlcpu usage rate(%)": "ctrlcpu_pct",
+    "hbm capacity(mb)": "hbm_capacity_mb",
+    "hbm usage rate(%)": "hbm_usage_pct",
+    "hbm bandwidth usage rate(%)": "hbm_bandwidth_pct",
+    "ddr capacity(mb)": "ddr_capacity_mb",
+    "ddr usage rate(%)": "ddr_usage_pct",
+    "memory usage rate(%)": "ddr_usage_pct",
+    "ddr bandwidth usage rate(%)": "ddr_bandwidth_pct",
+    "ddr hugepages total(page)": "hugepages_total",
+    "ddr hugepages usage rate(%)": "hugepages_usage_pct",
+    "aicore freq(mhz)": "aicore_freq_mhz",
+    "aicore curfreq(mhz)": "aicore_cur_freq_mhz",
+    "aicore count": "aicore_count",
+    "temperature(c)": "temperature_c",
+    "npu real-time power(w)": "power_w",
+    "power(w)": "power_w",
+    "npu utilization(%)": "npu_util_pct",
+}
+
+
+def _kv_lines(text, what):
+    """(line, key, value) for every non-blank line; a line that is not ``Key : Value`` is an error
+    naming it."""
+    out = []
+    for raw in (text or "").splitlines():
+        if not raw.strip():
+            continue
+        m = _KV_RE.match(raw)
+        if not m:
+            raise NpuSmiFormatError(f"npu-smi info -t {what}: a line is not 'Key : Value': {raw.strip()!r}")
+        out.append((raw.strip(), m.group(1), m.group(2)))
+    return out
+
+
+def _chip_record(chip_id, pairs):
+    values = OrderedDict()
+    record = OrderedDict([("chip_id", chip_id)])
+    for key, value in pairs:
+        values[key] = value
+        norm = _USAGE_KEYS.get(key.lower())
+        if norm is not None and norm not in record:
+            record[norm] = _number(value) if value else None
+    record["values"] = dict(values)
+    return record
+
+
+def _int_value(line, key, value, what):
+    if not _INT_RE.match(value):
+        raise NpuSmiFormatError(f"npu-smi info -t {what}: {key} is not a number: {line!r}")
+    return int(value)
+
+
+def parse_npu_smi_chip_values(text, what="usages"):
+    """Parse ``npu-smi info -t usages -i <id>`` or ``npu-smi info -t common -i <id>``.
+
+    Both print ``Key : Value`` lines (any indentation, any padding): a head (``NPU ID``, and
+    ``Chip Count`` where printed), then one block per chip. The blocks are found by structure:
+
+    * ``-t usages`` ends each chip's block with its ``Chip ID : N`` line (910, 910B, 310P: values
+      first, then the id);
+    * ``-t common`` starts each block with ``Chip ID : N`` and may end with a ``Chip Name : mcu``
+      block (the board's MCU: its temperature and, on 310P, the card's power);
+    * an output with no ``Chip ID`` at all is one chip, id 0 (the vendor's example for one card).
+
+    Returns ``{"npu_id", "chip_count", "chips": [...], "mcu": {...} or None}``; each chip holds
+    ``chip_id``, the normalised values it printed (``aicore_pct``, ``hbm_capacity_mb``,
+    ``hbm_usage_pct``, ``ddr_capacity_mb``, ``ddr_usage_pct`` (``DDR`` or ``Memory Usage Rate``),
+    ``aicpu_pct``, ``ctrlcpu_pct``, ``aivector_pct``, ``hbm_bandwidth_pct``, ``ddr_bandwidth_pct``,
+    ``temperature_c``, ``power_w``, ``aicore_freq_mhz``, ``aicore_cur_freq_mhz``, ``aicore_count``
+    ...; a key the model does not print is absent) and ``values`` (every line as printed).
+    ``NA``/``-`` values are None.
+
+    Raises NpuSmiFormatError (a ValueError) naming the line for a line that is not
+    ``Key : Value``, an ``NPU ID``/``Chip ID`` that is not a number, values after the last
+    ``Chip ID`` of a usages layout, or an output with no ``NPU ID``.
+    """
+    lines = _kv_lines(text, what)
+    if not lines:
+        raise NpuSmiFormatError(f"npu-smi info -t {what}: empty output")
+    result = {"npu_id": None, "chip_count": None, "chips": [], "mcu": None}
+    body = []
+    for line, key, value in lines:
+        low = key.lower()
+        if low == "npu id" and result["npu_id"] is None and not body:
+            result["npu_id"] = _int_value(line, key, value, what)
+        elif low == "chip count" and result["chip_count"] is None and not body:
+            result["chip_count"] = _int_value(line, key, value, what)
+        else:
+            body.append((line, key, value))
+    if result["npu_id"] is None:
+        raise NpuSmiFormatError(f"npu-smi info -t {what}: no 'NPU ID : N' line (first line {lines[0][0]!r})")
+
+    chip_lines = [i for i, (_l, k, _v) in enumerate(body) if k.lower() == "chip id"]
+    leading = bool(chip_lines) and chip_lines[0] == 0
+    chips, mcu = [], None
+    current_id, pairs, in_mcu = (0 if not chip_lines else None), [], False
+    for line, key, value in body:
+        low = key.lower()
+        if low == "chip name" and value.strip().lower() in _MCU_NAMES:
+            if pairs or current_id is not None and leading:
+                chips.append(_chip_record(current_id if current_id is not None else 0, pairs))
+            current_id, pairs, in_mcu = None, [], True
+            continue
+        if low == "chip id" and not in_mcu:
+            chip_id = _int_value(line, key, value, what)
+            if leading:
+                if current_id is not None:
+                    chips.append(_chip_record(current_id, pairs))
+                current_id, pairs = chip_id, []
+            else:
+                chips.append(_chip_record(chip_id, pairs))
+                pairs = []
+            continue
+        pairs.append((key, value))
+        if in_mcu:
+            continue
+        if not leading and chip_lines and len(chips) == len(chip_lines):
+            raise NpuSmiFormatError(
+                f"npu-smi info -t {what}: a value after the last 'Chip ID' line belongs to no chip: {line!r}")
+    if in_mcu:
+        mcu = _chip_record(None, pairs)
+        del mcu["chip_id"]
+    elif current_id is not None:
+        chips.append(_chip_record(current_id, pairs))
+    result["chips"] = [dict(c) for c in chips]
+    result["mcu"] = dict(mcu) if mcu is not None else None
+    return result
