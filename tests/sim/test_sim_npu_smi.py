@@ -323,3 +323,61 @@ def test_process_table_lists_processes_holding_a_device_node(booted_node):
     assert [(p["npu_id"], p["chip_id"], p["pid"], p["name"]) for p in rows] == [(1, 0, 4242, "stale-holder")]
     assert "No running processes found in NPU 0" in r.stdout
     assert "No running processes found in NPU 1" not in r.stdout
+
+
+def _hold(node, pid, npu, name="python3"):
+    fd_dir = node.p(f"/proc/{pid}/fd")
+    fd_dir.mkdir(parents=True)
+    (fd_dir / "3").symlink_to(node.p(f"/dev/davinci{npu}"))
+    node.p(f"/proc/{pid}/comm").write_text(name + "\n")
+
+
+def test_usages_and_common_follow_the_load(booted_node):
+    """-t usages / -t common print the 910B layouts (read back with the collection's parser) from the
+    simulated load: idle NPUs report no AI Core use, an NPU a process holds reports use, more HBM,
+    power and temperature; the summary table agrees."""
+    from ansible_collections.ascendops.cluster.plugins.module_utils.npu_smi import (
+        parse_npu_smi_chip_values,
+        parse_npu_smi_info,
+    )
+
+    _hold(booted_node, 5151, 1)
+    usages, common = {}, {}
+    for npu in (0, 1):
+        r = booted_node.npu_smi("info", "-t", "usages", "-i", str(npu))
+        assert r.returncode == 0, r.stdout
+        usages[npu] = parse_npu_smi_chip_values(r.stdout, "usages")
+        r = booted_node.npu_smi("info", "-t", "common", "-i", str(npu))
+        assert r.returncode == 0, r.stdout
+        common[npu] = parse_npu_smi_chip_values(r.stdout, "common")
+    assert [usages[n]["npu_id"] for n in (0, 1)] == [0, 1]
+    idle, busy = usages[0]["chips"][0], usages[1]["chips"][0]
+    assert idle["aicore_pct"] == 0 and busy["aicore_pct"] > 50
+    assert idle["hbm_capacity_mb"] == busy["hbm_capacity_mb"] == 65536
+    assert busy["hbm_usage_pct"] > idle["hbm_usage_pct"] > 0
+    assert common[1]["chips"][0]["power_w"] > common[0]["chips"][0]["power_w"]
+    assert common[1]["chips"][0]["temperature_c"] > common[0]["chips"][0]["temperature_c"]
+    assert common[0]["mcu"]["temperature_c"] < common[0]["chips"][0]["temperature_c"]
+    table = {c["npu_id"]: c for c in parse_npu_smi_info(booted_node.npu_smi("info").stdout)["chips"]}
+    assert table[1]["aicore_pct"] == busy["aicore_pct"] and table[0]["aicore_pct"] == 0
+    assert round(table[1]["hbm_used_mb"] * 100 / 65536) == busy["hbm_usage_pct"]
+    assert table[1]["power_w"] == common[1]["chips"][0]["power_w"]
+    # with -c 0 the same answer (one chip per 910B NPU)
+    r = booted_node.npu_smi("info", "-t", "usages", "-i", "1", "-c", "0")
+    assert r.returncode == 0 and parse_npu_smi_chip_values(r.stdout, "usages")["chips"][0]["aicore_pct"] == 87
+
+
+def test_usages_rejects_what_the_tool_rejects(booted_node):
+    for args in (["-t", "usages"], ["-t", "common", "-i"], ["-t", "usages", "-i", "x"],
+                 ["-t", "usages", "-i", "0", "-c", "1"], ["-t", "common", "-i", "0", "-x", "0"]):
+        r = booted_node.npu_smi("info", *args)
+        assert r.returncode == 1 and r.stdout.startswith("Error"), (args, r.stdout)
+    r = booted_node.npu_smi("info", "-t", "usages", "-i", "2")  # two NPUs: 0 and 1
+    assert r.returncode == 1 and "invalid" in r.stdout
+
+
+def test_usages_before_first_boot_is_8005(node, packages):
+    assert node.install(packages.pkg("driver"), "--full", "--quiet").returncode == 0
+    node.p("/dev/davinci_manager").unlink(missing_ok=True)
+    r = node.npu_smi("info", "-t", "usages", "-i", "0")
+    assert r.returncode == 1 and r.stdout.strip() == DCMI_8005

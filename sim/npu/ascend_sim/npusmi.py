@@ -1,7 +1,9 @@
 """SIMULATION ONLY - not Huawei software. Stand-in for ``npu-smi`` (Ascend 910B).
 
 Supported: ``npu-smi info`` (the 910B table: two lines per NPU, then the process table),
-``npu-smi info -l``, ``npu-smi info -t topo`` and ``npu-smi info -t spod-info -i <id> -c <chip>``
+``npu-smi info -l``, ``npu-smi info -t topo``, ``npu-smi info -t usages|common -i <id> [-c 0]`` (the 910B
+``Key : Value`` layouts, values from the simulated load: an NPU whose ``/dev/davinciN`` a process holds is
+busy) and ``npu-smi info -t spod-info -i <id> -c <chip>``
 (the Atlas A3 super-pod identity: ``SDID``, ``Super Pod Size``, ``Super Pod ID``, ``Server Index``;
 the values come from hardware.json ``super_pod_id`` / ``server_index``, SDID = server index x 65536 +
 NPU id x 2 + chip: SIMULATION ONLY, assumed numbering). The header shows the npu-smi (installed driver
@@ -25,10 +27,13 @@ HEADER_2 = "| Chip                      | Bus-Id        | AICore(%)   Memory-Usa
 _DAVINCI_PATH = re.compile(r"/dev/davinci(\d+)$")
 PROC_HEADER = "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |"
 
-USAGE = """Usage: npu-smi info [-l | -t topo | -t spod-info -i <id> -c <chip_id>]
+USAGE = """Usage: npu-smi info [-l | -t topo | -t usages|common -i <id> [-c <chip_id>]
+                     | -t spod-info -i <id> -c <chip_id>]
   info            Show the NPU summary table.
   info -l         Show the NPU list.
   info -t topo    Show the topology between NPUs.
+  info -t usages -i <id>    Show the usage rates of one NPU.
+  info -t common -i <id>    Show the common information (usage, frequency, temperature, power) of one NPU.
   info -t spod-info -i <id> -c <chip_id>    Show the super pod information of one chip.
 (SIMULATION stand-in: other npu-smi commands are not simulated.)"""
 
@@ -44,6 +49,76 @@ def _telemetry(npu: int) -> tuple[str, int, int]:
     return f"{power:.1f}", temp, hbm_used
 
 
+# The simulated load of a busy NPU (one that a process holds): SIMULATION ONLY, assumed figures.
+BUSY_AICORE_PCT = 87
+BUSY_EXTRA_POWER_W = 210.0
+BUSY_EXTRA_TEMP_C = 17
+# AI cores per model: 910B1 prints 25 (gpustack issue 2135, a 910B1's -t common); the others assumed.
+AICORE_COUNT = {"910B1": 25, "910B2": 24, "910B3": 20, "910B4": 20}
+AICORE_FREQ_MHZ = 1800
+AICORE_IDLE_FREQ_MHZ = 800
+
+
+def load(hw: dict, npu: int, holders: dict[int, list[tuple[int, str]]]) -> dict:
+    """What the NPU reports now: idle telemetry, plus the assumed load of each process holding it."""
+    power, temp, hbm_used = _telemetry(npu)
+    held = len(holders.get(npu, []))
+    busy = held > 0
+    return {
+        "aicore_pct": BUSY_AICORE_PCT if busy else 0,
+        "hbm_used_mb": min(hw["hbm_mb"], hbm_used + held * PROCESS_MEMORY_MB),
+        "power_w": f"{float(power) + (BUSY_EXTRA_POWER_W if busy else 0):.1f}",
+        "temp_c": temp + (BUSY_EXTRA_TEMP_C if busy else 0),
+        "busy": busy,
+    }
+
+
+def _kv(key: str, value) -> str:
+    return f"\t{key:<31}: {value}"
+
+
+def format_usages(hw: dict, npu: int, holders: dict) -> str:
+    """``npu-smi info -t usages -i N`` in the 910B layout: head, values, then ``Chip ID`` closing the chip."""
+    cur = load(hw, npu, holders)
+    hbm_pct = round(cur["hbm_used_mb"] * 100 / hw["hbm_mb"])
+    lines = [_kv("NPU ID", npu), _kv("Chip Count", 1), "",
+             _kv("DDR Capacity(MB)", 0), _kv("DDR Usage Rate(%)", 0), _kv("DDR Hugepages Total(page)", 0),
+             _kv("DDR Hugepages Usage Rate(%)", 0), _kv("HBM Capacity(MB)", hw["hbm_mb"]),
+             _kv("HBM Usage Rate(%)", hbm_pct), _kv("Aicore Usage Rate(%)", cur["aicore_pct"]),
+             _kv("Aivector Usage Rate(%)", cur["aicore_pct"] // 3), _kv("Aicpu Usage Rate(%)", 0),
+             _kv("Ctrlcpu Usage Rate(%)", 3 if cur["busy"] else 0), _kv("DDR Bandwidth Usage Rate(%)", 0),
+             _kv("HBM Bandwidth Usage Rate(%)", 41 if cur["busy"] else 0), _kv("Chip ID", 0)]
+    return "\n".join(lines) + "\n"
+
+
+def format_common(hw: dict, npu: int, holders: dict) -> str:
+    """``npu-smi info -t common -i N`` in the 910B layout: ``Chip ID`` opens the chip, then the mcu block."""
+    cur = load(hw, npu, holders)
+    hbm_pct = round(cur["hbm_used_mb"] * 100 / hw["hbm_mb"])
+    lines = [_kv("NPU ID", npu), _kv("Chip Count", 1), "",
+             _kv("Chip ID", 0), _kv("Memory Usage Rate(%)", 0), _kv("HBM Usage Rate(%)", hbm_pct),
+             _kv("Aicore Usage Rate(%)", cur["aicore_pct"]), _kv("Aicore Freq(MHZ)", AICORE_FREQ_MHZ),
+             _kv("Aicore curFreq(MHZ)", AICORE_FREQ_MHZ if cur["busy"] else AICORE_IDLE_FREQ_MHZ),
+             _kv("Aicore Count", AICORE_COUNT.get(hw["model"], 24)), _kv("Temperature(C)", cur["temp_c"]),
+             _kv("NPU Real-time Power(W)", cur["power_w"]), "",
+             _kv("Chip Name", "mcu"), _kv("Temperature(C)", cur["temp_c"] - 8)]
+    return "\n".join(lines) + "\n"
+
+
+def _device_query(argv: list[str]) -> tuple[str, int | None, str | None] | None:
+    """``info -t usages|common -i <id> [-c <chip>]`` -> (type, id, error); None when not such a query."""
+    if len(argv) < 3 or argv[1] != "-t" or argv[2] not in ("usages", "common"):
+        return None
+    rest = argv[3:]
+    if len(rest) not in (2, 4) or rest[0] != "-i" or (len(rest) == 4 and rest[2] != "-c"):
+        return argv[2], None, f"Error: the command needs -i <id>: npu-smi info -t {argv[2]} -i <id> [-c <chip_id>]"
+    if not rest[1].isdigit() or (len(rest) == 4 and not rest[3].isdigit()):
+        return argv[2], None, "Error: the id must be a non-negative integer."
+    if len(rest) == 4 and rest[3] != "0":
+        return argv[2], None, f"Error: the device id {rest[1]} or chip id {rest[3]} is invalid."
+    return argv[2], int(rest[1]), None
+
+
 def format_info(hw: dict, st: dict, tool_version: str) -> str:
     running = st["running"]["driver"] or ""
     lines = [
@@ -54,21 +129,22 @@ def format_info(hw: dict, st: dict, tool_version: str) -> str:
         HEADER_2,
         BORDER_ROWS,
     ]
+    holders = npu_processes(hw["npu_count"])
     for i in range(hw["npu_count"]):
         npu = st["npus"][str(i)]
-        power, temp, hbm_used = _telemetry(i)
+        cur = load(hw, i, holders)
         lines.append(
-            f"| {i:<6}{hw['model']:<20}| {npu['health']:<14}| {power:<12}{temp:<18}{_usage_pair(0, 0):<21}|"
+            f"| {i:<6}{hw['model']:<20}| {npu['health']:<14}| {cur['power_w']:<12}{cur['temp_c']:<18}"
+            f"{_usage_pair(0, 0):<21}|"
         )
         lines.append(
-            f"| {0:<26}| {hardware.bus_id(i):<14}| {0:<12}{_usage_pair(0, 0):<18}"
-            f"{_usage_pair(hbm_used, hw['hbm_mb']):<21}|"
+            f"| {0:<26}| {hardware.bus_id(i):<14}| {cur['aicore_pct']:<12}{_usage_pair(0, 0):<18}"
+            f"{_usage_pair(cur['hbm_used_mb'], hw['hbm_mb']):<21}|"
         )
         lines.append(BORDER_ROWS)
     lines.append(BORDER_COLS)
     lines.append(PROC_HEADER)
     lines.append(BORDER_ROWS)
-    holders = npu_processes(hw["npu_count"])
     for i in range(hw["npu_count"]):
         if not holders.get(i):
             lines.append(f"| {'No running processes found in NPU ' + str(i):<95}|")
@@ -179,6 +255,19 @@ def main(argv: list[str]) -> int:
             print(f"Error: the device id {npu} or chip id {chip} is invalid.")
             return 1
         sys.stdout.write(format_spod_info(hw, npu, chip))
+        return 0
+    query = _device_query(argv) if argv and argv[0] == "info" else None
+    if query is not None:
+        kind, npu, error = query
+        if error:
+            print(error)
+            return 1
+        opened = open_dcmi(npu)
+        if opened is None:
+            return 1
+        hw, _st = opened
+        holders = npu_processes(hw["npu_count"])
+        sys.stdout.write((format_usages if kind == "usages" else format_common)(hw, npu, holders))
         return 0
     if argv[0] != "info" or argv[1:] not in ([], ["-l"], ["-t", "topo"]):
         print(f"Error: unsupported command: npu-smi {' '.join(argv)}")
