@@ -178,7 +178,7 @@ class NpuUsage:
         return out, None
 
     def _npu_ids(self, path):
-        ids = self.module.params["npu_ids"]
+        ids = self.module.params.get("npu_ids")
         if ids:
             return ids, None
         out, error = self._query(path, ["info", "-l"])
