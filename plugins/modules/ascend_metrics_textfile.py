@@ -78,8 +78,8 @@ EXAMPLES = r"""
   ascendops.cluster.ascend_metrics_textfile:
     node: "{{ inventory_hostname }}"
     job: llama3-8b
-    status_file: /var/lib/ascendops/jobs/llama3-8b/status.json
-    checkpoint_dir: /var/lib/ascendops/jobs/llama3-8b/checkpoints
+    status_file: /var/lib/ascendops/status/llama3-8b.json
+    checkpoint_dir: /var/lib/ascendops/checkpoints
 """
 
 RETURN = r"""
