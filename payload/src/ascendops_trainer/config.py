@@ -117,6 +117,7 @@ class MetricsConfig:
     log_interval: int = 10  # optimizer steps between metric lines
     tensorboard: bool = True  # also write TensorBoard events to <run_dir>/tb
     peak_tflops: float | None = None  # override the per-device peak used for MFU
+    npu_usage_interval_s: float = 10.0  # NPU usage (npu-smi) sampled into the metrics every N s; 0 = off
 
 
 @dataclass
@@ -353,6 +354,8 @@ def validate(cfg: JobConfig) -> None:
                           "parallel.prefetch_bucket_size >= 0")
     if cfg.metrics.log_interval < 1:
         raise ConfigError("metrics.log_interval must be >= 1")
+    if cfg.metrics.npu_usage_interval_s < 0:
+        raise ConfigError("metrics.npu_usage_interval_s must be >= 0 (0 = no NPU usage sampling)")
     if cfg.bench.mode not in BENCH_MODES:
         raise ConfigError(f"bench.mode must be one of {BENCH_MODES}, got '{cfg.bench.mode}'")
     if cfg.bench.steps < 1 or cfg.bench.warmup_steps < 0 or cfg.bench.rounds < 1:

@@ -213,7 +213,9 @@ def read_jsonl(path: str) -> list[dict[str, Any]]:
 
 
 def plot(jsonl_path: str, out_dir: str) -> list[str]:
-    """PNG plots of a run: loss.png and tokens_per_s.png (plus mfu.png and lr.png when logged)."""
+    """PNG plots of a run: loss.png and tokens_per_s.png (plus mfu.png, lr.png, npu_ai_core.png and
+    npu_hbm.png when logged), and overview.png: loss, tokens/s and, when sampled, the NPUs' AI Core use
+    and HBM in use stacked on one step axis."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -228,22 +230,44 @@ def plot(jsonl_path: str, out_dir: str) -> list[str]:
     steps = [r["step"] for r in recs]
     charts = [("loss.png", "loss", "loss", 1.0), ("tokens_per_s.png", "tokens_per_s_per_device",
                                                   "tokens/s per device", 1.0),
-              ("mfu.png", "mfu", "MFU (%)", 100.0), ("lr.png", "lr", "learning rate", 1.0)]
+              ("mfu.png", "mfu", "MFU (%)", 100.0), ("lr.png", "lr", "learning rate", 1.0),
+              ("npu_ai_core.png", "npu_ai_core_pct", "NPU AI Core (%)", 1.0),
+              ("npu_hbm.png", "npu_hbm_used_mb", "NPU HBM in use (GiB)", 1.0 / 1024)]
+    title = os.path.basename(os.path.dirname(os.path.abspath(jsonl_path)))
+
+    def points(key: str, scale: float) -> list[tuple[int, float]]:
+        return [(s, r[key] * scale) for s, r in zip(steps, recs, strict=True) if r.get(key) is not None]
+
+    def draw(ax, pts, label: str) -> None:
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="." if len(pts) < 60 else None)
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+
     written = []
     for name, key, label, scale in charts:
-        pts = [(s, r[key] * scale) for s, r in zip(steps, recs, strict=True) if r.get(key) is not None]
+        pts = points(key, scale)
         if not pts and name not in ("loss.png", "tokens_per_s.png"):
             continue
         fig, ax = plt.subplots(figsize=(7, 4))
-        if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="." if len(pts) < 60 else None)
+        draw(ax, pts, label)
         ax.set_xlabel("step")
-        ax.set_ylabel(label)
-        ax.set_title(f"{label} - {os.path.basename(os.path.dirname(os.path.abspath(jsonl_path)))}")
-        ax.grid(alpha=0.3)
+        ax.set_title(f"{label} - {title}")
         fig.tight_layout()
         path = os.path.join(out_dir, name)
         fig.savefig(path, dpi=100)
         plt.close(fig)
         written.append(path)
+    panels = [c for c in charts if c[0] in ("loss.png", "tokens_per_s.png")
+              or (c[0].startswith("npu_") and points(c[1], c[3]))]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7, 2.4 * len(panels)), sharex=True, squeeze=False)
+    for ax, (_name, key, label, scale) in zip(axes[:, 0], panels, strict=True):
+        draw(ax, points(key, scale), label)
+    axes[-1, 0].set_xlabel("step")
+    axes[0, 0].set_title(title)
+    fig.tight_layout()
+    path = os.path.join(out_dir, "overview.png")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    written.append(path)
     return written

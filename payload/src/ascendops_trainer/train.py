@@ -383,6 +383,11 @@ class Trainer:
                 log.warning("no peak FLOPS known for device %r: MFU is not reported (set --metrics.peak_tflops)",
                             rt.device_name)
         self.metrics = MetricsLogger(cfg.run_dir, ctx.is_main, cfg.metrics.tensorboard, console=ctx.launch.is_node_main)
+        from .npu_usage import NpuUsageSampler
+
+        # the main rank's node: its NPUs' use beside loss and throughput in metrics.jsonl (never waited for)
+        sample = ctx.is_main and ctx.device_type == "npu"
+        self.npu_usage = NpuUsageSampler(cfg.metrics.npu_usage_interval_s if sample else 0).start()
 
     def _setup_loop_state(self) -> None:
         import torch
@@ -522,6 +527,7 @@ class Trainer:
             "mem_gib": memory_gib(self.ctx.device_type), "data_wait_s": self.data_wait,
             "data_wait_frac": self.data_wait / dt, "step_time_s": dt / self.interval_steps,
             "tokens_seen": self.tokens_seen, "epoch": self.loader.state.epoch, "time": time.time(),
+            **self.npu_usage.latest(),
         })
         self.status.running(self.step, mean_loss, tps, mfu(tps, rt.flops_per_token, rt.peak_tflops))
         if not ok:
@@ -589,6 +595,7 @@ class Trainer:
     def close(self) -> None:
         from .parallel import shutdown
 
+        self.npu_usage.close()
         self.metrics.close()
         self.engine.destroy()
         shutdown()
