@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: ascend_metrics_textfile
 short_description: Write the training job's and the NPUs' metrics for node_exporter's textfile collector
-version_added: "0.2.0"
+version_added: "0.1.0"
 description:
   - Renders, in the Prometheus text exposition format, the training job's metrics from the trainer's
     per-node status file (step, steps, loss, tokens per second per device, MFU, last checkpoint step and

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: npu_usage_info
 short_description: Read the NPU utilisation of a node (AI Core, HBM, temperature, power)
-version_added: "0.2.0"
+version_added: "0.1.0"
 description:
   - For every NPU of the node (the C(NPU ID)s of C(npu-smi info -l), or O(npu_ids)), runs
     C(npu-smi info -t usages -i <id>) and C(npu-smi info -t common -i <id>) and reports AI Core use,
