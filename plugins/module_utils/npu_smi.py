@@ -573,7 +573,7 @@ def parse_npu_smi_chip_values(text, what="usages"):
     for line, key, value in body:
         low = key.lower()
         if low == "chip name" and value.strip().lower() in _MCU_NAMES:
-            if pairs or current_id is not None and leading:
+            if pairs or (leading and current_id is not None):
                 chips.append(_chip_record(current_id if current_id is not None else 0, pairs))
             current_id, pairs, in_mcu = None, [], True
             continue
