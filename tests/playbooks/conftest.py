@@ -42,7 +42,8 @@ def run_validate(tmp_path):
             pytest.skip("ansible-playbook is not installed")
         playbook_bin = Path(found)
 
-    def run(group_vars=None, host_vars=None, skip_nodes=True, extra_args=()):
+    def run(group_vars=None, host_vars=None, skip_nodes=True, extra_args=(), validation=None):
+        """validation: plays run instead of validate.yml (e.g. one role's validate.yml on local nodes)."""
         inv = tmp_path / "inventory"
         shutil.copytree(ROOT / "inventories" / "sample", inv)
         if group_vars:
@@ -56,7 +57,8 @@ def run_validate(tmp_path):
         markers.mkdir()
         wrapper = tmp_path / "site.yml"
         wrapper.write_text(yaml.safe_dump([
-            {"name": "Validation", "ansible.builtin.import_playbook": str(ROOT / "playbooks" / "validate.yml")},
+            *(validation or [{"name": "Validation",
+                              "ansible.builtin.import_playbook": str(ROOT / "playbooks" / "validate.yml")}]),
             {"name": "Stand-in for the first stage that changes the nodes", "hosts": "npu_nodes",
              "gather_facts": False, "connection": "local",
              "tasks": [{"name": "Stage | Change something", "ansible.builtin.copy": {

@@ -8,6 +8,7 @@ the stand-in stage, so the marker check can fail.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,4 +78,92 @@ def test_the_trainers_own_rules_apply_to_the_config_the_user_merges(run_validate
     run = run_validate({"launch_job": job(config=config)})
     assert run.rc != 0
     assert expected in run.text
+    assert run.changed_nodes() == []
+
+
+# ---------------------------------------------------------------- collection-wide ascend_* settings
+
+
+def test_a_mirror_without_its_url_names_the_collection_wide_settings(run_validate):
+    run = run_validate({"ascend_package_source": "mirror"})
+    assert run.rc != 0
+    assert ("a2-node01: ascend_package_source is mirror but ascend_mirror_url (its default) is empty: "
+            "set ascend_mirror_url to the mirror's base URL (or ascend_package_source: controller)") in run.text
+    assert "npu_driver_package_source" not in run.text and "npu_driver_mirror_url" not in run.text
+    assert run.changed_nodes() == []
+
+
+def test_a_role_only_package_source_names_the_role_variable(run_validate):
+    run = run_validate({"cann_package_source": "http"})
+    assert run.rc != 0
+    assert ("cann_package_source is 'http': set it to controller (packages in a directory on the controller) "
+            "or mirror") in run.text
+    assert run.changed_nodes() == []
+
+
+@pytest.mark.parametrize("setting,value,expected", [
+    ("ascend_npus_per_node", 0, "ascend_npus_per_node must be a whole number >= 1 (the NPUs npu-smi shows on every "
+                                "node), is 0."),
+    ("ascend_npus_per_node", "eight", "argument 'ascend_npus_per_node' is of type str and we were unable to convert "
+                                      "to int"),
+    ("ascend_server_model", "a2", "value of ascend_server_model must be one of: 910b, a3, got: a2"),
+    ("ascend_rdma_dscp", 64, "ascend_rdma_dscp must be 0..63 (a DSCP), is 64"),
+])
+def test_bad_collection_wide_values_are_named_as_the_user_wrote_them(run_validate, setting, value, expected):
+    run = run_validate({setting: value})
+    assert run.rc != 0
+    assert expected in run.text
+    # Named before any role variable derived from them is checked.
+    assert "launch_devices_per_server" not in run.text and "roce_devices_per_node" not in run.text
+    assert run.changed_nodes() == []
+
+
+# ---------------------------------------------------------------- the package directory (read on the controller)
+
+def _npu_driver_validation():
+    """The npu_driver role's validate.yml on the nodes, reached over a local connection: its first node
+    check (facts) reads this machine; the package checks read the controller."""
+    return [{"name": "Validation of the npu_driver stage", "hosts": "npu_nodes", "gather_facts": False,
+             "any_errors_fatal": True,
+             "tasks": [{"name": "Validate | NPU driver", "ansible.builtin.include_role": {
+                 "name": "ascendops.cluster.npu_driver", "tasks_from": "validate"}}]}]
+
+
+LOCAL = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+
+
+def test_a_missing_package_directory_names_the_setting_and_the_path(run_validate, tmp_path):
+    missing = tmp_path / "no-such-packages"
+    run = run_validate({"ascend_package_dir": str(missing)}, host_vars={"a2-node01": LOCAL, "a2-node02": LOCAL},
+                       skip_nodes=False, validation=_npu_driver_validation())
+    assert run.rc != 0
+    assert (f"a2-node01: ascend_package_dir is {missing}, but that directory is not on the controller. Put the .run "
+            "packages and their sha256sum manifest there") in run.text
+    assert "or set ascend_package_dir to the directory that holds them" in run.text
+    assert "could not find or access" not in run.text.lower()  # the raw lookup error of before
+    assert run.changed_nodes() == []
+
+
+def test_a_directory_without_the_manifest_names_the_role_setting_the_user_wrote(run_validate, tmp_path):
+    empty = tmp_path / "driver-packages"
+    empty.mkdir()
+    run = run_validate({"npu_driver_package_dir": str(empty)}, host_vars={"a2-node01": LOCAL, "a2-node02": LOCAL},
+                       skip_nodes=False, validation=_npu_driver_validation())
+    assert run.rc != 0
+    assert (f"npu_driver_package_dir is {empty}, but that directory holds no SHA256SUMS (ascend_package_manifest)"
+            in run.text)
+    assert "could not find or access" not in run.text.lower()  # the raw lookup error of before
+    assert run.changed_nodes() == []
+
+
+def test_with_a_manifest_the_check_passes_and_the_packages_are_looked_up(run_validate, tmp_path):
+    """The directory check lets a good directory through: the run goes on to the manifest's content."""
+    pkgs = tmp_path / "packages"
+    pkgs.mkdir()
+    (pkgs / "SHA256SUMS").write_text("")
+    run = run_validate({"ascend_package_dir": str(pkgs)}, host_vars={"a2-node01": LOCAL, "a2-node02": LOCAL},
+                       skip_nodes=False, validation=_npu_driver_validation())
+    assert run.rc != 0
+    assert "is not listed in SHA256SUMS of " + str(pkgs) in run.text
+    assert "that directory" not in run.text
     assert run.changed_nodes() == []
