@@ -118,6 +118,31 @@ def test_bad_collection_wide_values_are_named_as_the_user_wrote_them(run_validat
     assert run.changed_nodes() == []
 
 
+def test_devices_per_node_double_on_a3_for_every_stage(run_validate):
+    # 2 A3 nodes x 8 NPUs x 2 chips: 32 ranks (the rank table, the RoCE plan and the batch rule agree).
+    run = run_validate({"ascend_server_model": "a3", "launch_job": job(global_batch_size=528)},
+                       host_vars={"a2-node02": {"roce_address_offset": 40}})
+    assert run.rc != 0
+    assert ("x ranks (2 nodes in npu_nodes x 16 per node: ascend_npus_per_node 8 x 2 chips (ascend_server_model a3)) "
+            "(32) = 32") in run.text
+    assert run.changed_nodes() == []
+
+
+def test_the_roce_plan_counts_the_same_devices_per_node_on_a3(run_validate):
+    # The sample's offsets (10 and 20) are 10 apart: enough for 8 NPUs, too few for 16 chips.
+    run = run_validate({"ascend_server_model": "a3"})
+    assert run.rc != 0
+    assert "a2-node02 NPU 0: address 10.20.0.20 is also used by a2-node01 NPU 10" in run.text
+    assert run.changed_nodes() == []
+
+
+def test_a3_with_a_batch_the_chips_divide_passes(run_validate):
+    run = run_validate({"ascend_server_model": "a3", "launch_job": job(global_batch_size=512)},
+                       host_vars={"a2-node02": {"roce_address_offset": 40}})
+    assert run.rc == 0, run.out
+    assert run.changed_nodes() == ["a2-node01", "a2-node02"]
+
+
 # ---------------------------------------------------------------- the package directory (read on the controller)
 
 def _npu_driver_validation():
