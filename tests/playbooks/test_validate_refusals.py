@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+# One ansible-playbook run per test (5-10 s each on 2 cores).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 # The sample's job, changed by each test.
 SAMPLE_JOB = yaml.safe_load((ROOT / "inventories/sample/group_vars/npu_nodes/ascend.yml").read_text())["launch_job"]
@@ -145,13 +148,15 @@ def test_a3_with_a_batch_the_chips_divide_passes(run_validate):
 
 # ---------------------------------------------------------------- the package directory (read on the controller)
 
-def _npu_driver_validation():
+def _npu_driver_validation(include_vars=None):
     """The npu_driver role's validate.yml on the nodes, reached over a local connection: its first node
     check (facts) reads this machine; the package checks read the controller."""
+    task = {"name": "Validate | NPU driver", "ansible.builtin.include_role": {
+        "name": "ascendops.cluster.npu_driver", "tasks_from": "validate"}}
+    if include_vars:
+        task["vars"] = include_vars
     return [{"name": "Validation of the npu_driver stage", "hosts": "npu_nodes", "gather_facts": False,
-             "any_errors_fatal": True,
-             "tasks": [{"name": "Validate | NPU driver", "ansible.builtin.include_role": {
-                 "name": "ascendops.cluster.npu_driver", "tasks_from": "validate"}}]}]
+             "any_errors_fatal": True, "tasks": [task]}]
 
 
 LOCAL = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
@@ -191,4 +196,15 @@ def test_with_a_manifest_the_check_passes_and_the_packages_are_looked_up(run_val
     assert run.rc != 0
     assert "is not listed in SHA256SUMS of " + str(pkgs) in run.text
     assert "that directory" not in run.text
+    assert run.changed_nodes() == []
+
+
+def test_a_role_setting_given_as_include_vars_is_named_too(run_validate, tmp_path):
+    """Set where hostvars cannot see it (include_role vars, as molecule scenarios do): its value differs."""
+    missing = tmp_path / "elsewhere"
+    run = run_validate(host_vars={"a2-node01": LOCAL, "a2-node02": LOCAL}, skip_nodes=False,
+                       validation=_npu_driver_validation({"npu_driver_package_dir": str(missing)}))
+    assert run.rc != 0
+    assert f"a2-node01: npu_driver_package_dir is {missing}, but that directory is not on the controller" in run.text
+    assert "or set npu_driver_package_dir to the directory" in run.text
     assert run.changed_nodes() == []
