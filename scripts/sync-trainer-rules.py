@@ -2,7 +2,8 @@
 """Write plugins/module_utils/trainer_rules.py from the trainer's payload/src/ascendops_trainer/config_rules.py.
 
 The trainer's configuration rules have one source, the payload; the collection (whose artifact
-cannot import the trainer's package) carries this generated copy. Edit config_rules.py, then run
+cannot import the trainer's package) carries this generated copy, plus the list of the trainer's
+config keys read from its dataclasses (TRAINER_KEYS). Edit config_rules.py or config.py, then run
     scripts/sync-trainer-rules.py          # rewrite the copy
     scripts/sync-trainer-rules.py --check  # exit 1 when the copy differs (pytest runs this check)
 """
@@ -23,8 +24,21 @@ HEADER = (
 )
 
 
+def trainer_keys() -> list[str]:
+    """Every settable key of the trainer's configuration, from its dataclasses (config.py imports no torch)."""
+    sys.path.insert(0, str(SOURCE.parent.parent))
+    try:
+        from ascendops_trainer.config import field_types
+    finally:
+        sys.path.pop(0)
+    return sorted(field_types())
+
+
 def expected() -> str:
-    return HEADER + SOURCE.read_text()
+    keys = "".join(f'    "{k}",\n' for k in trainer_keys())
+    return (HEADER + SOURCE.read_text()
+            + "\n\n# GENERATED from the trainer's config dataclasses (config.field_types()): every key a job may set.\n"
+            + "TRAINER_KEYS = frozenset((\n" + keys + "))\n")
 
 
 def main(argv: list[str]) -> int:

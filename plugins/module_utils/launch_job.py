@@ -119,10 +119,21 @@ def job_problems(launch_job, job_defaults, nodes=1, devices_per_node=1, devices_
         out.append(f"launch_job.config must be a mapping of trainer config sections (e.g. {{optim: {{lr: 1e-4}}}}), "
                    f"got {config!r}")
     else:
+        # The trainer refuses a key its config does not have (TRAINER_KEYS: generated from its dataclasses).
         for section, value in config.items():
-            if not isinstance(value, dict) and section != "run_dir":
+            if isinstance(value, dict):
+                keys = [f"{section}.{k}" for k in _flatten(value)]
+            elif str(section) in rules.TRAINER_KEYS:
+                continue
+            elif any(k.startswith(f"{section}.") for k in rules.TRAINER_KEYS):
                 out.append(f"launch_job.config.{section} must be a mapping of {section} settings, got {value!r}")
-
+                continue
+            else:
+                keys = [str(section)]
+            for dotted in keys:
+                found = rules.unknown_key_problem(dotted, rules.TRAINER_KEYS, {dotted: f"launch_job.config.{dotted}"})
+                if found:
+                    out.append(found)
     values, names = trainer_values(job)
     if values.get("model.hf_dir") == "":
         values.pop("model.hf_dir")

@@ -8,7 +8,8 @@ The trainer (``config.validate`` and ``config.grad_accum_steps``) refuses a conf
 rules; the collection's validate.yml refuses the same job on the controller, before any node changes,
 through ``plugins/module_utils/trainer_rules.py``: a generated copy of this file
 (``scripts/sync-trainer-rules.py``; tests/unit/plugins/module_utils/test_trainer_rules.py fails when
-the two differ). So: standard library only, no imports from the trainer.
+the two differ; the copy also carries ``TRAINER_KEYS``, every key of the trainer's config
+dataclasses, generated from them). So: standard library only, no imports from the trainer.
 
 Values are a flat ``{dotted key: value}`` mapping (``train.global_batch_size``...); keys that are
 absent are not checked. ``names`` maps a dotted key to what the user wrote (the trainer: the key
@@ -16,6 +17,8 @@ itself; the collection: ``launch_job.global_batch_size``), so every message name
 """
 
 from __future__ import annotations
+
+import difflib
 
 MODEL_PRESETS = ("debug", "llama3-8b", "llama3-70b")
 DEVICES = ("auto", "npu", "cuda", "cpu")
@@ -168,6 +171,17 @@ def batch_problem(global_batch, micro_batch, ranks=1, names=None, ranks_text="da
     return f"{head}; {fix} (global = micro x data-parallel ranks x gradient-accumulation steps)"
 
 
+def unknown_key_problem(key, known, names=None):
+    """A message for a config key the trainer does not have (with the nearest one), else None."""
+    if key in known:
+        return None
+    hint = difflib.get_close_matches(key, sorted(known), n=1)
+    name = _name(names, key)
+    prefix = name[: len(name) - len(key)] if name.endswith(key) else ""
+    more = f"; did you mean '{prefix}{hint[0]}'?" if hint else ""
+    return f"unknown config key '{name}'{more}"
+
+
 def problems(values, names=None, ranks=None, ranks_text="data-parallel size"):
     """Every problem of a flat configuration (after the preset's job defaults), as messages naming
     the setting (through names), its value and the fix. With ranks: the data-parallel size too."""
@@ -187,3 +201,63 @@ def problems(values, names=None, ranks=None, ranks_text="data-parallel size"):
     if found:
         out.append(found)
     return out
+
+
+# GENERATED from the trainer's config dataclasses (config.field_types()): every key a job may set.
+TRAINER_KEYS = frozenset((
+    "bench.mode",
+    "bench.rounds",
+    "bench.steps",
+    "bench.warmup_steps",
+    "checkpoint.dir",
+    "checkpoint.export_dir",
+    "checkpoint.grace_period_s",
+    "checkpoint.interval",
+    "checkpoint.interval_minutes",
+    "checkpoint.keep",
+    "checkpoint.resume",
+    "checkpoint.shared_fs",
+    "data.document_masking",
+    "data.path",
+    "data.seq_len",
+    "data.shuffle",
+    "metrics.log_interval",
+    "metrics.peak_tflops",
+    "metrics.tensorboard",
+    "model.activation_checkpointing",
+    "model.attn_implementation",
+    "model.checkpoint_every",
+    "model.fused_rms_norm",
+    "model.fused_rope",
+    "model.fused_swiglu",
+    "model.hf_dir",
+    "model.loss_chunk_tokens",
+    "model.num_layers",
+    "model.preset",
+    "model.vocab_size",
+    "optim.beta1",
+    "optim.beta2",
+    "optim.eps",
+    "optim.grad_clip",
+    "optim.lr",
+    "optim.min_lr",
+    "optim.warmup_steps",
+    "optim.weight_decay",
+    "parallel.deepspeed_config",
+    "parallel.device",
+    "parallel.dist_timeout_s",
+    "parallel.fused_adam",
+    "parallel.prefetch_bucket_size",
+    "parallel.reduce_bucket_size",
+    "parallel.zero_hpz_partition_size",
+    "parallel.zero_stage",
+    "run_dir",
+    "train.eval_batches",
+    "train.eval_interval",
+    "train.global_batch_size",
+    "train.grad_accum_dtype",
+    "train.micro_batch_size",
+    "train.precision",
+    "train.seed",
+    "train.steps",
+))

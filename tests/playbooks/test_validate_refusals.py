@@ -74,6 +74,8 @@ def test_an_unknown_preset_names_the_preset_and_the_valid_ones_only(run_validate
 @pytest.mark.parametrize("config,expected", [
     ({"optim": {"lr": 0}}, "launch_job.config.optim.lr must be > 0, got 0"),
     ({"train": {"precision": "fp16"}}, "launch_job.config.train.precision must be one of auto, bf16, fp32, got 'fp16'"),
+    ({"optim": {"lrr": 1e-4}}, "unknown config key 'launch_job.config.optim.lrr'; did you mean "
+                               "'launch_job.config.optim.lr'?"),
     ({"train": {"micro_batch_size": 3}}, "launch_job.global_batch_size (512) is not divisible by "
                                          "launch_job.config.train.micro_batch_size (3)"),
 ])

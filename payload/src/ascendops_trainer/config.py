@@ -14,7 +14,6 @@ Nothing here imports torch, so configuration errors surface in about a second.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import os
 import types
@@ -217,9 +216,7 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
 
 
 def _unknown_key(key: str, known: list[str]) -> ConfigError:
-    hint = difflib.get_close_matches(key, known, n=1)
-    more = f"; did you mean '{hint[0]}'?" if hint else ""
-    return ConfigError(f"unknown config key '{key}'{more}")
+    return ConfigError(config_rules.unknown_key_problem(key, known))
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

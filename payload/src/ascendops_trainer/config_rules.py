@@ -4,7 +4,8 @@ The trainer (``config.validate`` and ``config.grad_accum_steps``) refuses a conf
 rules; the collection's validate.yml refuses the same job on the controller, before any node changes,
 through ``plugins/module_utils/trainer_rules.py``: a generated copy of this file
 (``scripts/sync-trainer-rules.py``; tests/unit/plugins/module_utils/test_trainer_rules.py fails when
-the two differ). So: standard library only, no imports from the trainer.
+the two differ; the copy also carries ``TRAINER_KEYS``, every key of the trainer's config
+dataclasses, generated from them). So: standard library only, no imports from the trainer.
 
 Values are a flat ``{dotted key: value}`` mapping (``train.global_batch_size``...); keys that are
 absent are not checked. ``names`` maps a dotted key to what the user wrote (the trainer: the key
@@ -12,6 +13,8 @@ itself; the collection: ``launch_job.global_batch_size``), so every message name
 """
 
 from __future__ import annotations
+
+import difflib
 
 MODEL_PRESETS = ("debug", "llama3-8b", "llama3-70b")
 DEVICES = ("auto", "npu", "cuda", "cpu")
@@ -162,6 +165,17 @@ def batch_problem(global_batch, micro_batch, ranks=1, names=None, ranks_text="da
     if micros:
         fix += f", or a {mname} of {', '.join(str(c) for c in micros[-4:])}"
     return f"{head}; {fix} (global = micro x data-parallel ranks x gradient-accumulation steps)"
+
+
+def unknown_key_problem(key, known, names=None):
+    """A message for a config key the trainer does not have (with the nearest one), else None."""
+    if key in known:
+        return None
+    hint = difflib.get_close_matches(key, sorted(known), n=1)
+    name = _name(names, key)
+    prefix = name[: len(name) - len(key)] if name.endswith(key) else ""
+    more = f"; did you mean '{prefix}{hint[0]}'?" if hint else ""
+    return f"unknown config key '{name}'{more}"
 
 
 def problems(values, names=None, ranks=None, ranks_text="data-parallel size"):

@@ -30,7 +30,7 @@ def test_the_collection_copy_is_generated_from_the_trainers_rules():
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     source = (ROOT / "payload/src/ascendops_trainer/config_rules.py").read_text()
-    assert (ROOT / "plugins/module_utils/trainer_rules.py").read_text().endswith(source)
+    assert source in (ROOT / "plugins/module_utils/trainer_rules.py").read_text()
 
 
 def test_the_check_fails_when_the_copy_differs(tmp_path):
@@ -41,12 +41,19 @@ def test_the_check_fails_when_the_copy_differs(tmp_path):
     (tmp_path / "scripts/sync-trainer-rules.py").write_text((ROOT / "scripts/sync-trainer-rules.py").read_text())
     source = (ROOT / "payload/src/ascendops_trainer/config_rules.py").read_text()
     (tmp_path / "payload/src/ascendops_trainer/config_rules.py").write_text(source)
+    for name in ("__init__.py", "config.py"):
+        (tmp_path / "payload/src/ascendops_trainer" / name).write_text(
+            (ROOT / "payload/src/ascendops_trainer" / name).read_text())
     target = tmp_path / "plugins/module_utils/trainer_rules.py"
     script = [sys.executable, str(tmp_path / "scripts/sync-trainer-rules.py")]
     assert subprocess.run(script, capture_output=True).returncode == 0
     assert subprocess.run(script + ["--check"], capture_output=True).returncode == 0
     target.write_text(target.read_text().replace('"debug", "llama3-8b"', '"debug", "llama3-7b"'))
     assert subprocess.run(script + ["--check"], capture_output=True).returncode == 1
+
+
+def test_the_collection_knows_every_key_of_the_trainers_config():
+    assert frozenset(trainer_config.field_types()) == rules.TRAINER_KEYS
 
 
 def test_the_trainer_uses_the_shared_rules():
@@ -71,6 +78,8 @@ CASES = [
     ({"bench.mode": "fast"}, {"config": {"bench": {"mode": "fast"}}}),
     ({"train.grad_accum_dtype": "fp16"}, {"config": {"train": {"grad_accum_dtype": "fp16"}}}),
     ({"checkpoint.keep": "0"}, {"config": {"checkpoint": {"keep": 0}}}),
+    ({"optim.lrr": "1"}, {"config": {"optim": {"lrr": 1}}}),
+    ({"sched.warmup": "1"}, {"config": {"sched": {"warmup": 1}}}),
     # Accepted by both.
     ({"model.preset": "llama3-70b"}, {"preset": "llama3-70b"}),
     ({"train.global_batch_size": "12", "train.micro_batch_size": "3"},
