@@ -7,7 +7,6 @@ wrappers of module_utils/launch_job.py, which applies the trainer's own config r
 from __future__ import annotations
 
 from ansible_collections.ascendops.cluster.plugins.module_utils import launch_job as lj
-from ansible_collections.ascendops.cluster.plugins.module_utils import trainer_rules as rules
 
 
 def launch_job_problems(launch_job, job_defaults, nodes=1, devices_per_node=1, devices_setting="devices per node"):
@@ -15,13 +14,8 @@ def launch_job_problems(launch_job, job_defaults, nodes=1, devices_per_node=1, d
     return lj.job_problems(launch_job, dict(job_defaults or {}), nodes, devices_per_node, devices_setting)
 
 
-def trainer_presets(_=None):
-    """The trainer's model presets."""
-    return list(rules.MODEL_PRESETS)
-
-
 class FilterModule:
     """Launch job description filters."""
 
     def filters(self):
-        return {"launch_job_problems": launch_job_problems, "trainer_presets": trainer_presets}
+        return {"launch_job_problems": launch_job_problems}

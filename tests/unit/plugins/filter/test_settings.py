@@ -49,6 +49,6 @@ def test_several_settings_at_once():
     settings = {"package_dir": ["cann_package_dir", "ascend_package_dir"],
                 "mirror_url": ["cann_mirror_url", "ascend_mirror_url"]}
     values = {"package_dir": ["/other", "/srv/ascend/packages"], "mirror_url": ["", ""]}
-    assert setting_names(settings, {}, values) == {"package_dir": "cann_package_dir",
-                                                  "mirror_url": "ascend_mirror_url (its default)"}
+    expected = {"package_dir": "cann_package_dir", "mirror_url": "ascend_mirror_url (its default)"}
+    assert setting_names(settings, {}, values) == expected
     assert setting_names(settings, {}, values, False)["mirror_url"] == "ascend_mirror_url"
