@@ -14,7 +14,6 @@ Nothing here imports torch, so configuration errors surface in about a second.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import os
 import types
@@ -23,11 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MODEL_PRESETS = ("debug", "llama3-8b", "llama3-70b")
-DEVICES = ("auto", "npu", "cuda", "cpu")
-PRECISIONS = ("auto", "bf16", "fp32")
-BENCH_MODES = ("both", "deepspeed", "torch", "switches")
-ATTN_IMPLEMENTATIONS = ("auto", "sdpa", "eager", "flash_attention_2")
+# The rules (presets, choices, ranges, batch sizes) live in config_rules, which the Ansible collection
+# shares: its validate.yml refuses the job the trainer would refuse, before any change.
+from . import config_rules
+from .config_rules import ATTN_IMPLEMENTATIONS, BENCH_MODES, DEVICES, MODEL_PRESETS, PRECISIONS  # noqa: F401
 
 
 class ConfigError(ValueError):
@@ -149,23 +147,7 @@ class JobConfig:
 
 
 # Job-level defaults that come with a model preset (applied before the file and the flags).
-PRESET_JOB_DEFAULTS: dict[str, dict[str, Any]] = {
-    # Tiny and fast: the CPU test suite and CI use it.
-    "debug": {
-        "data.seq_len": 64,
-        "train.global_batch_size": 8,
-        "train.micro_batch_size": 2,
-        "train.steps": 40,
-        "optim.lr": 3e-3,
-        "optim.min_lr": 3e-4,
-        "optim.warmup_steps": 4,
-        "checkpoint.interval": 20,
-        "metrics.log_interval": 1,
-        "model.activation_checkpointing": False,
-    },
-    "llama3-8b": {"data.seq_len": 8192, "train.global_batch_size": 512, "train.micro_batch_size": 1},
-    "llama3-70b": {"data.seq_len": 8192, "train.global_batch_size": 512, "train.micro_batch_size": 1},
-}
+PRESET_JOB_DEFAULTS: dict[str, dict[str, Any]] = config_rules.PRESET_JOB_DEFAULTS
 
 # Short flags -> dotted keys.
 ALIASES: dict[str, str] = {
@@ -235,9 +217,7 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
 
 
 def _unknown_key(key: str, known: list[str]) -> ConfigError:
-    hint = difflib.get_close_matches(key, known, n=1)
-    more = f"; did you mean '{hint[0]}'?" if hint else ""
-    return ConfigError(f"unknown config key '{key}'{more}")
+    return ConfigError(config_rules.unknown_key_problem(key, known))
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -299,79 +279,23 @@ def build_config(overrides: dict[str, Any] | None = None, config_file: str | Non
 
 
 def validate(cfg: JobConfig) -> None:
-    """Static checks (no devices needed). The data-parallel size is checked at launch."""
-    m, t, o = cfg.model, cfg.train, cfg.optim
-    if m.hf_dir is None and m.preset not in MODEL_PRESETS:
-        raise ConfigError(f"unknown model preset '{m.preset}'; choose one of: {', '.join(MODEL_PRESETS)} "
-                          "(or --model.hf_dir DIR for a local Hugging Face model)")
-    if m.num_layers is not None and m.num_layers < 1:
-        raise ConfigError(f"model.num_layers must be >= 1, got {m.num_layers}")
-    if m.attn_implementation not in ATTN_IMPLEMENTATIONS:
-        raise ConfigError(f"model.attn_implementation must be one of {ATTN_IMPLEMENTATIONS}, "
-                          f"got '{m.attn_implementation}'")
-    if m.checkpoint_every < 1:
-        raise ConfigError(f"model.checkpoint_every must be >= 1, got {m.checkpoint_every}")
-    if m.loss_chunk_tokens < 0:
-        raise ConfigError("model.loss_chunk_tokens must be >= 0 (0 = no chunking)")
-    if t.grad_accum_dtype not in ("fp32", "bf16"):
-        raise ConfigError(f"train.grad_accum_dtype must be 'fp32' or 'bf16', got '{t.grad_accum_dtype}'")
-    if t.eval_interval < 0 or t.eval_batches < 1:
-        raise ConfigError("train.eval_interval must be >= 0 and train.eval_batches >= 1")
-    if t.micro_batch_size < 1 or t.global_batch_size < 1:
-        raise ConfigError("train.micro_batch_size and train.global_batch_size must be >= 1")
-    if t.global_batch_size % t.micro_batch_size:
-        raise ConfigError(
-            f"train.global_batch_size ({t.global_batch_size}) is not divisible by train.micro_batch_size "
-            f"({t.micro_batch_size}): global = micro x data-parallel ranks x gradient-accumulation steps")
-    if t.steps < 1:
-        raise ConfigError(f"train.steps must be >= 1, got {t.steps}")
-    if t.precision not in PRECISIONS:
-        raise ConfigError(f"train.precision must be one of {PRECISIONS}, got '{t.precision}'")
-    if cfg.data.seq_len < 2:
-        raise ConfigError(f"data.seq_len must be >= 2, got {cfg.data.seq_len}")
-    if o.lr <= 0 or o.min_lr < 0 or o.min_lr > o.lr:
-        raise ConfigError(f"need 0 <= optim.min_lr ({o.min_lr}) <= optim.lr ({o.lr}) and optim.lr > 0")
-    if o.warmup_steps < 0:
-        raise ConfigError("optim.warmup_steps must be >= 0")
-    if o.grad_clip < 0:
-        raise ConfigError("optim.grad_clip must be >= 0 (0 disables clipping)")
-    if cfg.parallel.device not in DEVICES:
-        raise ConfigError(f"parallel.device must be one of {DEVICES}, got '{cfg.parallel.device}'")
+    """Static checks (no devices needed): config_rules.problems. The data-parallel size is checked at launch."""
+    found = config_rules.problems(flatten(cfg.to_dict()))
+    if found:
+        raise ConfigError(found[0])
     zs = str(cfg.parallel.zero_stage).strip().lower()
-    if zs not in ("auto", "0", "1", "2", "3"):
-        raise ConfigError(f"parallel.zero_stage must be 0, 1, 2, 3 or auto, got {cfg.parallel.zero_stage}")
     cfg.parallel.zero_stage = zs if zs == "auto" else int(zs)
     if cfg.parallel.deepspeed_config and not os.path.isfile(cfg.parallel.deepspeed_config):
         raise ConfigError(f"parallel.deepspeed_config {cfg.parallel.deepspeed_config} does not exist")
-    if cfg.checkpoint.interval < 1 or cfg.checkpoint.keep < 1:
-        raise ConfigError("checkpoint.interval and checkpoint.keep must be >= 1")
-    if cfg.checkpoint.interval_minutes < 0 or cfg.checkpoint.grace_period_s < 0:
-        raise ConfigError("checkpoint.interval_minutes must be >= 0 (0 = off) and checkpoint.grace_period_s >= 0 "
-                          "(0 = the launcher's)")
-    p = cfg.parallel
-    if p.zero_hpz_partition_size < 0 or p.reduce_bucket_size < 1 or p.prefetch_bucket_size < 0:
-        raise ConfigError("parallel.zero_hpz_partition_size must be >= 0, parallel.reduce_bucket_size >= 1 and "
-                          "parallel.prefetch_bucket_size >= 0")
-    if cfg.metrics.log_interval < 1:
-        raise ConfigError("metrics.log_interval must be >= 1")
-    if cfg.metrics.npu_usage_interval_s < 0:
-        raise ConfigError("metrics.npu_usage_interval_s must be >= 0 (0 = no NPU usage sampling)")
-    if cfg.bench.mode not in BENCH_MODES:
-        raise ConfigError(f"bench.mode must be one of {BENCH_MODES}, got '{cfg.bench.mode}'")
-    if cfg.bench.steps < 1 or cfg.bench.warmup_steps < 0 or cfg.bench.rounds < 1:
-        raise ConfigError("bench.steps and bench.rounds must be >= 1 and bench.warmup_steps >= 0")
 
 
 def grad_accum_steps(cfg: JobConfig, dp_size: int) -> int:
     """Gradient-accumulation steps for a data-parallel size; refuses batch sizes that don't divide."""
     t = cfg.train
-    per_step = t.micro_batch_size * dp_size
-    if t.global_batch_size % per_step:
-        raise ConfigError(
-            f"train.global_batch_size ({t.global_batch_size}) is not divisible by train.micro_batch_size "
-            f"({t.micro_batch_size}) x data-parallel size ({dp_size}) = {per_step}; "
-            f"pick a global batch that is a multiple of {per_step}")
-    return t.global_batch_size // per_step
+    found = config_rules.batch_problem(t.global_batch_size, t.micro_batch_size, dp_size)
+    if found:
+        raise ConfigError(found)
+    return t.global_batch_size // (t.micro_batch_size * dp_size)
 
 
 def add_config_arguments(parser) -> None:

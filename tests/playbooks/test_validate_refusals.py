@@ -1,0 +1,212 @@
+"""Bad inventories are refused by validate.yml before any change, naming what the user wrote.
+
+Each test runs validate.yml and then a stand-in stage (conftest.py) against inventories/sample with
+the test's settings over it: a refusal must fail the run, name the host, the user's setting, its
+value and the fix, and leave every node unchanged (no marker). The sample itself passes and reaches
+the stand-in stage, so the marker check can fail.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+# One ansible-playbook run per test (5-10 s each on 2 cores).
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+# The sample's job, changed by each test.
+SAMPLE_JOB = yaml.safe_load((ROOT / "inventories/sample/group_vars/npu_nodes/ascend.yml").read_text())["launch_job"]
+
+
+def job(**changes):
+    return {**SAMPLE_JOB, **changes}
+
+
+def test_the_sample_inventory_passes_and_reaches_the_next_stage(run_validate):
+    run = run_validate()
+    assert run.rc == 0, run.out
+    assert run.changed_nodes() == ["a2-node01", "a2-node02"]
+
+
+def test_a_global_batch_the_ranks_do_not_divide_is_refused_before_any_change(run_validate):
+    # 2 nodes x 8 NPUs x micro batch 2 = 32 sequences per micro-step; 500 is no multiple of 32.
+    run = run_validate({"launch_job": job(global_batch_size=500, micro_batch_size=2)})
+    assert run.rc != 0
+    assert "a2-node01: launch_job is refused before any change" in run.text
+    assert ("launch_job.global_batch_size (500) is not divisible by launch_job.micro_batch_size (2) x ranks "
+            "(2 nodes in npu_nodes x 8 per node: ascend_npus_per_node 8) (16) = 32") in run.text
+    assert "pick a global batch that is a multiple of 32 (the nearest: 480 or 512)" in run.text
+    assert run.changed_nodes() == []
+
+
+def test_the_ranks_follow_the_devices_per_node_the_user_set(run_validate):
+    # 512 divides by 2 x 8 x 1 but not by 2 x 3 x 1 = 6 ranks.
+    run = run_validate({"ascend_npus_per_node": 3, "npu_driver_expected_npus": 3})
+    assert run.rc != 0
+    assert "x ranks (2 nodes in npu_nodes x 3 per node: ascend_npus_per_node 3) (6) = 6" in run.text
+    assert "(the nearest: 510 or 516)" in run.text
+    assert run.changed_nodes() == []
+
+
+def test_the_presets_default_batch_sizes_are_checked_when_the_job_leaves_them_out(run_validate):
+    # The debug preset's 8 sequences per step (micro batch 2) cannot spread over 16 ranks.
+    small = {k: v for k, v in job(preset="debug").items() if k not in ("global_batch_size", "micro_batch_size")}
+    run = run_validate({"launch_job": small})
+    assert run.rc != 0
+    assert "launch_job.global_batch_size (unset: preset debug's default) (8)" in run.text
+    assert run.changed_nodes() == []
+
+
+def test_an_unknown_preset_names_the_preset_and_the_valid_ones_only(run_validate):
+    run = run_validate({"launch_job": job(preset="llama3-7b")})
+    assert run.rc != 0
+    assert ("unknown model preset 'llama3-7b'; choose one of: debug, llama3-8b, llama3-70b for launch_job.preset"
+            in run.text)
+    # Not every rule of launch_job: only what is wrong.
+    assert "absolute path" not in run.text and "zero_stage" not in run.text
+    assert run.changed_nodes() == []
+
+
+@pytest.mark.parametrize("config,expected", [
+    ({"optim": {"lr": 0}}, "launch_job.config.optim.lr must be > 0, got 0"),
+    ({"train": {"precision": "fp16"}}, "launch_job.config.train.precision must be one of auto, bf16, fp32, got 'fp16'"),
+    ({"optim": {"lrr": 1e-4}}, "unknown config key 'launch_job.config.optim.lrr'; did you mean "
+                               "'launch_job.config.optim.lr'?"),
+    ({"train": {"micro_batch_size": 3}}, "launch_job.global_batch_size (512) is not divisible by "
+                                         "launch_job.config.train.micro_batch_size (3)"),
+])
+def test_the_trainers_own_rules_apply_to_the_config_the_user_merges(run_validate, config, expected):
+    run = run_validate({"launch_job": job(config=config)})
+    assert run.rc != 0
+    assert expected in run.text
+    assert run.changed_nodes() == []
+
+
+# ---------------------------------------------------------------- collection-wide ascend_* settings
+
+
+def test_a_mirror_without_its_url_names_the_collection_wide_settings(run_validate):
+    run = run_validate({"ascend_package_source": "mirror"})
+    assert run.rc != 0
+    assert ("a2-node01: ascend_package_source is mirror but ascend_mirror_url (its default) is empty: "
+            "set ascend_mirror_url to the mirror's base URL (or ascend_package_source: controller)") in run.text
+    assert "npu_driver_package_source" not in run.text and "npu_driver_mirror_url" not in run.text
+    assert run.changed_nodes() == []
+
+
+def test_a_role_only_package_source_names_the_role_variable(run_validate):
+    run = run_validate({"cann_package_source": "http"})
+    assert run.rc != 0
+    assert ("cann_package_source is 'http': set it to controller (packages in a directory on the controller) "
+            "or mirror") in run.text
+    assert run.changed_nodes() == []
+
+
+@pytest.mark.parametrize("setting,value,expected", [
+    ("ascend_npus_per_node", 0, "ascend_npus_per_node must be a whole number >= 1 (the NPUs npu-smi shows on every "
+                                "node), is 0."),
+    ("ascend_npus_per_node", "eight", "argument 'ascend_npus_per_node' is of type str and we were unable to convert "
+                                      "to int"),
+    ("ascend_server_model", "a2", "value of ascend_server_model must be one of: 910b, a3, got: a2"),
+    ("ascend_rdma_dscp", 64, "ascend_rdma_dscp must be 0..63 (a DSCP), is 64"),
+])
+def test_bad_collection_wide_values_are_named_as_the_user_wrote_them(run_validate, setting, value, expected):
+    run = run_validate({setting: value})
+    assert run.rc != 0
+    assert expected in run.text
+    # Named before any role variable derived from them is checked.
+    assert "launch_devices_per_server" not in run.text and "roce_devices_per_node" not in run.text
+    assert run.changed_nodes() == []
+
+
+def test_devices_per_node_double_on_a3_for_every_stage(run_validate):
+    # 2 A3 nodes x 8 NPUs x 2 chips: 32 ranks (the rank table, the RoCE plan and the batch rule agree).
+    run = run_validate({"ascend_server_model": "a3", "launch_job": job(global_batch_size=528)},
+                       host_vars={"a2-node02": {"roce_address_offset": 40}})
+    assert run.rc != 0
+    assert ("x ranks (2 nodes in npu_nodes x 16 per node: ascend_npus_per_node 8 x 2 chips (ascend_server_model a3)) "
+            "(32) = 32") in run.text
+    assert run.changed_nodes() == []
+
+
+def test_the_roce_plan_counts_the_same_devices_per_node_on_a3(run_validate):
+    # The sample's offsets (10 and 20) are 10 apart: enough for 8 NPUs, too few for 16 chips.
+    run = run_validate({"ascend_server_model": "a3"})
+    assert run.rc != 0
+    assert "a2-node02 NPU 0: address 10.20.0.20 is also used by a2-node01 NPU 10" in run.text
+    assert run.changed_nodes() == []
+
+
+def test_a3_with_a_batch_the_chips_divide_passes(run_validate):
+    run = run_validate({"ascend_server_model": "a3", "launch_job": job(global_batch_size=512)},
+                       host_vars={"a2-node02": {"roce_address_offset": 40}})
+    assert run.rc == 0, run.out
+    assert run.changed_nodes() == ["a2-node01", "a2-node02"]
+
+
+# ---------------------------------------------------------------- the package directory (read on the controller)
+
+def _npu_driver_validation(include_vars=None):
+    """The npu_driver role's validate.yml on the nodes, reached over a local connection: its first node
+    check (facts) reads this machine; the package checks read the controller."""
+    task = {"name": "Validate | NPU driver", "ansible.builtin.include_role": {
+        "name": "ascendops.cluster.npu_driver", "tasks_from": "validate"}}
+    if include_vars:
+        task["vars"] = include_vars
+    return [{"name": "Validation of the npu_driver stage", "hosts": "npu_nodes", "gather_facts": False,
+             "any_errors_fatal": True, "tasks": [task]}]
+
+
+LOCAL = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+
+
+def test_a_missing_package_directory_names_the_setting_and_the_path(run_validate, tmp_path):
+    missing = tmp_path / "no-such-packages"
+    run = run_validate({"ascend_package_dir": str(missing)}, host_vars={"a2-node01": LOCAL, "a2-node02": LOCAL},
+                       skip_nodes=False, validation=_npu_driver_validation())
+    assert run.rc != 0
+    assert (f"a2-node01: ascend_package_dir is {missing}, but that directory is not on the controller. Put the .run "
+            "packages and their sha256sum manifest there") in run.text
+    assert "or set ascend_package_dir to the directory that holds them" in run.text
+    assert "could not find or access" not in run.text.lower()  # the raw lookup error of before
+    assert run.changed_nodes() == []
+
+
+def test_a_directory_without_the_manifest_names_the_role_setting_the_user_wrote(run_validate, tmp_path):
+    empty = tmp_path / "driver-packages"
+    empty.mkdir()
+    run = run_validate({"npu_driver_package_dir": str(empty)}, host_vars={"a2-node01": LOCAL, "a2-node02": LOCAL},
+                       skip_nodes=False, validation=_npu_driver_validation())
+    assert run.rc != 0
+    assert (f"npu_driver_package_dir is {empty}, but that directory holds no SHA256SUMS (ascend_package_manifest)"
+            in run.text)
+    assert "could not find or access" not in run.text.lower()  # the raw lookup error of before
+    assert run.changed_nodes() == []
+
+
+def test_with_a_manifest_the_check_passes_and_the_packages_are_looked_up(run_validate, tmp_path):
+    """The directory check lets a good directory through: the run goes on to the manifest's content."""
+    pkgs = tmp_path / "packages"
+    pkgs.mkdir()
+    (pkgs / "SHA256SUMS").write_text("")
+    run = run_validate({"ascend_package_dir": str(pkgs)}, host_vars={"a2-node01": LOCAL, "a2-node02": LOCAL},
+                       skip_nodes=False, validation=_npu_driver_validation())
+    assert run.rc != 0
+    assert "is not listed in SHA256SUMS of " + str(pkgs) in run.text
+    assert "that directory" not in run.text
+    assert run.changed_nodes() == []
+
+
+def test_a_role_setting_given_as_include_vars_is_named_too(run_validate, tmp_path):
+    """Set where hostvars cannot see it (include_role vars, as molecule scenarios do): its value differs."""
+    missing = tmp_path / "elsewhere"
+    run = run_validate(host_vars={"a2-node01": LOCAL, "a2-node02": LOCAL}, skip_nodes=False,
+                       validation=_npu_driver_validation({"npu_driver_package_dir": str(missing)}))
+    assert run.rc != 0
+    assert f"a2-node01: npu_driver_package_dir is {missing}, but that directory is not on the controller" in run.text
+    assert "or set npu_driver_package_dir to the directory" in run.text
+    assert run.changed_nodes() == []
