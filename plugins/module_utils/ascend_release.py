@@ -398,11 +398,52 @@ def check_nodes_agree(end_versions):
 
 
 def image_label(release):
-    """The label value (JSON) that embeds a release in the trainer image."""
+    """The label value (JSON) that embeds a release in the trainer image: the release name, the image's
+    versions, its extra pins and (an image with CANN) CANN's numpy/protobuf ranges, which
+    payload/check-image-env.py --release checks inside the built image."""
     image = release["image"]
     data = {"release": release["name"]}
     data.update({k: image.get(k) for k in IMAGE_KEYS})
+    data["pins"] = dict(image.get("pins") or {})
+    data["cann_python"] = dict(release["cann_python"]) if image.get("cann") else {}
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+# The CPU index of PyTorch: torch_npu's install guide takes x86_64 torch from there (+cpu wheels).
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def image_build(release, arch="aarch64"):
+    """How payload/build-image.sh builds the release's trainer image (nothing is built here):
+    ``{image, base, build_args, pins, label}``. ``build_args`` are the Containerfile's ARGs:
+    BASE_IMAGE, TORCH_SPEC (torch from its wheel: x86_64 takes the +cpu wheel of PyTorch's CPU
+    index, as torch_npu's install guide does), TORCH_NPU_SPEC, PIN_SPECS (pins that replace the lines of
+    payload/requirements.txt), TORCH_INDEX_URL and RELEASE_LABEL."""
+    image = release["image"]
+    if not image["trainer"]:
+        raise ReleaseError(f"{release.get('file', release['name'])}: image.trainer: release {release['name']} has "
+                           "no trainer image (its torch is older than the trainer needs); pick another release")
+    torch = image["torch"]
+    extra_index = ""
+    if image["torch_npu"] and arch == "x86_64" and "+" not in torch:
+        torch, extra_index = torch + "+cpu", TORCH_CPU_INDEX
+    pins = {k: image[k] for k in ("deepspeed", "transformers", "numpy", "protobuf")}
+    pins.update(image.get("pins") or {})
+    label = image_label(release)
+    args = {
+        "BASE_IMAGE": image["base"],
+        "PYTHON": "python3",
+        "TORCH_SPEC": f"torch=={torch}",
+        "TORCH_NPU_SPEC": f"torch-npu=={image['torch_npu']}" if image["torch_npu"] else "",
+        "PIN_SPECS": " ".join(f"{k}=={v}" for k, v in sorted(pins.items())),
+        "TORCH_INDEX_URL": extra_index,
+        "RELEASE_LABEL": label,
+    }
+    all_pins = dict(pins, torch=torch)
+    if image["torch_npu"]:
+        all_pins["torch-npu"] = image["torch_npu"]
+    return {"image": image["reference"], "base": image["base"], "build_args": args, "pins": all_pins,
+            "label": label}
 
 
 def check_image_label(host, label, release):
