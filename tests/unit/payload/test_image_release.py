@@ -54,7 +54,7 @@ def rendered_set(plan, python):
     return out
 
 
-def declared_conflicts(versions, names=("numpy", "protobuf")):
+def declared_conflicts(versions, names=("numpy", "protobuf", "torch")):
     """Requirements on ``names`` declared by packages of ``versions`` that this virtualenv holds at the same
     version (their published metadata), which the pinned ``names`` do not meet."""
     out = []
