@@ -5,16 +5,13 @@ vendor's compatibility rules, compare installed versions with the release, find 
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.ascendops.cluster.plugins.module_utils import ascend_release as _r
 
 
 def release_load(name_or_path, releases_dir):
-    """The validated release manifest (a name in releases_dir or a path), with its torch_npu table."""
-    try:
-        return _r.load_release(name_or_path, releases_dir)
-    except _r.ReleaseError as exc:
-        raise AnsibleFilterError(str(exc)) from None
+    """The validated release manifest (a name in releases_dir or a path), with its torch_npu table.
+    A manifest that cannot be used raises ReleaseError (a ValueError) naming the file and the key."""
+    return _r.load_release(name_or_path, releases_dir)
 
 
 def _get(data, *keys):
