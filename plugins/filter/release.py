@@ -52,9 +52,14 @@ def release_expected(release):
     return _r.expected_versions(release)
 
 
-def release_nodes_differ(end_versions):
-    """Findings for components on which nodes would end on different versions ({host: {component: v}})."""
-    return _r.check_nodes_agree(end_versions or {})
+def release_nodes_differ(versions, expected=None, hosts_in_run=None, failed=None):
+    """Findings for components on which nodes would end on different versions. ``versions``:
+    {host: {component: v}}, the versions each node ends on; with ``expected`` and ``hosts_in_run``
+    they are what each node has now, and the nodes the run reaches (less ``failed``) end on
+    ``expected`` while the others keep theirs (a --limit run, a failed batch)."""
+    if expected is not None and hosts_in_run is not None:
+        versions = _r.end_versions(versions, expected, hosts_in_run, failed or ())
+    return _r.check_nodes_agree(versions or {})
 
 
 class FilterModule:

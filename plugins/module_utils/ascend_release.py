@@ -397,6 +397,23 @@ def check_nodes_agree(end_versions):
     return out
 
 
+def end_versions(installed, expected, hosts_in_run, failed=()):
+    """The versions each node would end on: a node the run reaches (and that does not fail) ends on
+    ``expected``; a node left out (``--limit``, a later batch) or failed keeps what it has.
+    ``installed``: ``{host: {component: version}}``; ``expected``: ``{component: version}`` or
+    ``{host: {component: version}}`` (per-host overrides)."""
+    out = {}
+    reached = set(hosts_in_run or ()) - set(failed or ())
+    for host, versions in (installed or {}).items():
+        if host in reached:
+            want = expected.get(host, {}) if expected and all(isinstance(v, dict) for v in expected.values()) \
+                else (expected or {})
+            out[host] = dict(versions or {}, **{k: v for k, v in want.items() if v is not None})
+        else:
+            out[host] = dict(versions or {})
+    return out
+
+
 def image_label(release):
     """The label value (JSON) that embeds a release in the trainer image: the release name, the image's
     versions, its extra pins and (an image with CANN) CANN's numpy/protobuf ranges, which

@@ -246,6 +246,28 @@ def test_nodes_that_would_end_on_different_versions():
     assert "none on n4" in r.check_nodes_agree(mixed)[0]["msg"]
 
 
+def test_a_limit_run_or_a_failed_batch_leaves_nodes_on_other_versions():
+    old = r.expected_versions(release("910b-cann8.0.0"))
+    installed = {h: dict(old) for h in ("n1", "n2", "n3")}
+    expected = r.expected_versions(release())
+    # every node in the run: all end on the release
+    everyone = r.end_versions(installed, expected, ["n1", "n2", "n3"])
+    assert r.check_nodes_agree(everyone) == []
+    assert everyone["n2"]["driver"] == "25.0.rc1.1"
+    # --limit n1: n2 and n3 keep theirs
+    found = r.check_nodes_agree(r.end_versions(installed, expected, ["n1"]))
+    assert {f["component"] for f in found} == {"driver", "firmware", "cann_toolkit", "cann_kernels", "image"}
+    assert "25.0.rc1.1 on n1; 24.1.rc1 on n2, n3" in [f["msg"] for f in found if f["component"] == "driver"][0]
+    # a failed batch: n3 failed
+    found = r.check_nodes_agree(r.end_versions(installed, expected, ["n1", "n2", "n3"], failed=["n3"]))
+    assert "8.2.RC1 on n1, n2; 8.0.0 on n3" in [f["msg"] for f in found if f["component"] == "cann_toolkit"][0]
+    # per-node expected versions (a site override on one node) are what that node ends on
+    per_host = {h: dict(expected) for h in installed}
+    per_host["n3"]["driver"] = "25.0.rc1"
+    found = FilterModule().filters()["release_nodes_differ"](installed, per_host, list(installed))
+    assert [f["component"] for f in found] == ["driver"] and "25.0.rc1 on n3" in found[0]["msg"]
+
+
 # ------------------------------------------------------------------------------ image label
 
 def test_image_label_round_trip_and_every_differing_key():
