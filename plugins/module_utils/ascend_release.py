@@ -480,9 +480,12 @@ def check_image_label(host, label, release):
     for key in ("release",) + IMAGE_KEYS:
         want = release["name"] if key == "release" else release["image"].get(key)
         have = data.get(key)
-        equal = (want == have) if key in ("release", "python") else (
-            versions_equal(want, have) if key == "cann" else (want is have is None or (
-                want is not None and have is not None and same_release(want, have))))
+        if want is None or have is None or key in ("release", "python"):
+            equal = want == have
+        elif key == "cann":
+            equal = versions_equal(want, have)
+        else:  # Python package versions: a local tag (+cpu) aside
+            equal = same_release(want, have)
         if not equal:
             out.append(finding(host, f"image {key}", want, have, rule,
                                f"{host}: image {ref} was built with {key} {have} but release {release['name']} "
