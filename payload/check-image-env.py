@@ -17,7 +17,8 @@ In the built image (the Containerfile runs it last): every pin of the release th
 (its ascendops.release label: Python, torch, torch_npu, DeepSpeed, transformers, numpy, protobuf and
 the extra pins, as installed distributions; the image's CANN from its install record, when the release
 names one; numpy and protobuf within CANN's range). Prints one JSON line
-{"ok", "release", "checks": [{"component", "expected", "found", "ok"}], "problems": [...]}; exit 1 on a problem.
+{"ok", "release", "checks": [{"component", "expected", "found", "ok"}], "problems": [...],
+"cann_driver_range": the host driver range the image's CANN declares, or null}; exit 1 on a problem.
 """
 
 from __future__ import annotations
@@ -148,25 +149,48 @@ def installed(dist: str) -> str | None:
         return None
 
 
-def image_cann(ascend_path: str) -> str | None:
-    """The image's CANN version from its toolkit install record (``version=``), found through the
-    ``latest``/``cann`` links first (up to 8.3 ``ascend-toolkit/latest/<arch>-linux/``, from 8.5
-    ``cann-<ver>/`` with the record under ``cann/<arch>-linux/`` or ``<arch>-linux/``)."""
+def _record(path: str) -> dict[str, str]:
+    """key=value lines of a vendor record (keys lower-case, quotes removed); {} when unreadable."""
+    out: dict[str, str] = {}
+    try:
+        with open(path, errors="replace") as handle:
+            for line in handle:
+                key, sep, value = line.strip().partition("=")
+                if sep and key.strip():
+                    out[key.strip().lower()] = value.strip().strip("\"'")
+    except OSError:
+        pass
+    return out
+
+
+def _toolkit_dir(ascend_path: str) -> tuple[str | None, str | None]:
+    """(the image's CANN version from its toolkit install record, that toolkit's directory), found
+    through the ``latest``/``cann`` links first (up to 8.3 ``ascend-toolkit/latest/<arch>-linux/``,
+    from 8.5 ``cann-<ver>/`` with the record under ``cann/<arch>-linux/`` or ``<arch>-linux/``)."""
     bases = [os.path.join(ascend_path, "ascend-toolkit", "latest"), os.path.join(ascend_path, "cann")]
     bases += sorted(glob.glob(os.path.join(ascend_path, "cann-*")))
     bases += sorted(glob.glob(os.path.join(ascend_path, "ascend-toolkit", "*")))
     for base in bases:
         for pattern in ("*-linux", os.path.join("cann", "*-linux")):
             for record in sorted(glob.glob(os.path.join(base, pattern, "ascend_toolkit_install.info"))):
-                try:
-                    with open(record, errors="replace") as handle:
-                        for line in handle:
-                            key, _, value = line.strip().partition("=")
-                            if key.strip().lower() == "version" and value.strip():
-                                return value.strip().strip("\"'")
-                except OSError:
-                    continue
-    return None
+                version = _record(record).get("version")
+                if version:
+                    return version, base
+    return None, None
+
+
+def image_cann(ascend_path: str) -> str | None:
+    """The image's CANN version (its toolkit install record), or None."""
+    return _toolkit_dir(ascend_path)[0]
+
+
+def image_cann_driver_range(ascend_path: str) -> str | None:
+    """The driver range the image's CANN declares (``required_package_driver_version`` of its
+    kernels/ops ``opp_kernel/version.info``): the host's driver must be inside it."""
+    _version, base = _toolkit_dir(ascend_path)
+    if not base:
+        return None
+    return _record(os.path.join(base, "opp_kernel", "version.info")).get("required_package_driver_version") or None
 
 
 def check_release(release: dict, ascend_path: str = "/usr/local/Ascend") -> dict:
@@ -201,7 +225,8 @@ def check_release(release: dict, ascend_path: str = "/usr/local/Ascend") -> dict
                 f"CANN {cann_want}'s Python dependency list")
     problems = [f"{c['component']}: expected {c['expected']}, found {c['found']}"
                 + (f" ({c['rule']})" if c.get("rule") else "") for c in checks if not c["ok"]]
-    return {"ok": not problems, "release": release.get("release"), "checks": checks, "problems": problems}
+    return {"ok": not problems, "release": release.get("release"), "checks": checks, "problems": problems,
+            "cann_driver_range": image_cann_driver_range(ascend_path)}
 
 
 def main(argv: list[str]) -> int:

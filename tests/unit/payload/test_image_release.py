@@ -276,6 +276,9 @@ def fake_image(tmp_path, monkeypatch, mod, dists, cann=None, layout="ascend-tool
         rec = tk / ("aarch64-linux" if layout == "ascend-toolkit" else "cann/aarch64-linux")
         rec.mkdir(parents=True)
         (rec / "ascend_toolkit_install.info").write_text(f"package_name=Ascend-cann-toolkit\nversion={cann}\n")
+        (tk / "opp_kernel").mkdir()
+        (tk / "opp_kernel" / "version.info").write_text(
+            f'Version=8.2.0.0.201\nversion_dir={cann}\nrequired_package_driver_version=">=25.0.rc1"\n')
         if layout == "ascend-toolkit":
             os.symlink(cann, top / "latest")
     monkeypatch.setattr(mod, "installed", lambda dist: dists.get(dist))
@@ -292,6 +295,7 @@ def test_check_image_env_release_passes_on_an_image_built_as_the_release_says(tm
     path = fake_image(tmp_path, monkeypatch, check_env, NPU_DISTS, cann="8.2.RC1")
     result = check_env.check_release(label, path)
     assert result["ok"], result["problems"]
+    assert result["cann_driver_range"] == ">=25.0.rc1"  # the host's driver must be inside it
     assert {c["component"] for c in result["checks"]} >= {"python", "torch", "torch_npu", "cann", "tensorboard",
                                                             "numpy for CANN", "protobuf for CANN"}
 
@@ -318,6 +322,7 @@ def test_check_image_env_release_on_the_cpu_image_and_one_json_line(tmp_path, mo
     assert check_env.main(["--release", str(release_file), "--ascend-path", path]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["ok"] is True
+    assert json.loads(lines[0])["cann_driver_range"] is None  # no CANN in the CPU image
     fake_image(tmp_path / "with-cann", monkeypatch, check_env, dists, cann="8.0.0")
     assert check_env.main(["--release", str(release_file), "--ascend-path",
                            str(tmp_path / "with-cann" / "Ascend")]) == 1  # CANN the release does not name
