@@ -12,16 +12,42 @@
 #   FORCE        1: rebuild even when an image of the same inputs (label ascendops.payload.stamp) exists
 #   CA_BUNDLE    CA bundle pip should trust inside the build (default: $PIP_CERT or $SSL_CERT_FILE when
 #                set, i.e. the host's bundle, needed behind a TLS-inspecting proxy; "none" to disable)
+#   RELEASE      release the image is built from (a name in releases/ or a manifest path, e.g.
+#                910b-cann8.2.rc1 for real NPUs): base image, torch, torch_npu, replacement pins, image tag
+#                and the ascendops.release label come from it (release-build-args.py). Unset: "sim" when
+#                BASE_IMAGE and TORCH_SPEC are the defaults (the CPU image), else none (no label).
+#   ARCH         aarch64 | x86_64 of the nodes, for RELEASE (default: this machine's)
+#   HOST_PYTHON  Python with PyYAML that renders RELEASE (default: the repository's .venv, else python3)
 # Nothing is pulled (--pull=never): the base image must already be in local storage. PyPI is used for
 # the pinned Python dependencies.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 OUT=${1:-.cache/payload/ascendops-trainer.tar}
-BASE_IMAGE=${BASE_IMAGE:-localhost/ascendops-sim-base:bookworm}
-TORCH_SPEC=${TORCH_SPEC-torch==2.13.0+cpu}
+SIM_BASE=localhost/ascendops-sim-base:bookworm
+SIM_TORCH=torch==2.13.0+cpu
+if [ -z "${RELEASE:-}" ] && [ "${BASE_IMAGE:-$SIM_BASE}" = "$SIM_BASE" ] && [ "${TORCH_SPEC-$SIM_TORCH}" = "$SIM_TORCH" ]; then
+    RELEASE=sim
+fi
+BASE_IMAGE=${BASE_IMAGE:-$SIM_BASE}
+TORCH_SPEC=${TORCH_SPEC-$SIM_TORCH}
 WHEEL_DIR=${WHEEL_DIR:-/opt/wheels}
-IMAGE_TAG=${IMAGE_TAG:-localhost/ascendops-trainer:latest}
+user_tag=${IMAGE_TAG:-}
+user_python=${PYTHON:-}
+TORCH_NPU_SPEC="" PIN_SPECS="" TORCH_INDEX_URL="" RELEASE_LABEL=""
+if [ -n "${RELEASE:-}" ]; then
+    HOST_PYTHON=${HOST_PYTHON:-python3}
+    [ -x "$HERE/../.venv/bin/python" ] && [ "$HOST_PYTHON" = python3 ] && HOST_PYTHON="$HERE/../.venv/bin/python"
+    if ! settings=$("$HOST_PYTHON" "$HERE/release-build-args.py" "$RELEASE" ${ARCH:+"$ARCH"}); then
+        echo "build-image.sh: cannot build the image of release $RELEASE (see the lines above)" >&2
+        exit 2
+    fi
+    # IMAGE_TAG BASE_IMAGE PYTHON TORCH_SPEC TORCH_NPU_SPEC PIN_SPECS TORCH_INDEX_URL RELEASE_LABEL (shell-quoted)
+    eval "$settings"
+    echo "build-image.sh: release $RELEASE: base $BASE_IMAGE, $TORCH_SPEC ${TORCH_NPU_SPEC:-(no torch_npu)}, pins: $PIN_SPECS"
+fi
+IMAGE_TAG=${user_tag:-${IMAGE_TAG:-localhost/ascendops-trainer:latest}}
+PYTHON=${user_python:-${PYTHON:-python3}}
 
 if ! podman image exists "$BASE_IMAGE"; then
     echo "build-image.sh: base image $BASE_IMAGE is not in local podman storage (nothing is pulled)" >&2
@@ -33,7 +59,8 @@ fi
 stamp=$( { (cd "$HERE" && find Containerfile requirements.txt check-image-env.py container-entrypoint.sh \
               pyproject.toml README.md src -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 |
             sort -z | xargs -0 sha256sum)
-          podman image inspect --format '{{.Id}}' "$BASE_IMAGE"; echo "$TORCH_SPEC ${PYTHON:-python3}"; } |
+          podman image inspect --format '{{.Id}}' "$BASE_IMAGE"; echo "$TORCH_SPEC ${PYTHON:-python3}"
+          echo "$TORCH_NPU_SPEC|$PIN_SPECS|$TORCH_INDEX_URL|$RELEASE_LABEL"; } |
         sha256sum | cut -c1-16)
 if [ "${FORCE:-0}" != 1 ] && podman image exists "$IMAGE_TAG" &&
    [ "$(podman image inspect --format '{{ index .Labels "ascendops.payload.stamp" }}' "$IMAGE_TAG")" = "$stamp" ]; then
@@ -62,7 +89,7 @@ if [ -n "$CA_BUNDLE" ] && [ "$CA_BUNDLE" != none ] && [ -f "$CA_BUNDLE" ]; then
 fi
 if [ -d "$WHEEL_DIR" ]; then
     volumes+=(--volume "$WHEEL_DIR:/opt/wheels:ro")
-elif [[ "$TORCH_SPEC" == *+cpu* ]]; then
+elif [[ "$TORCH_SPEC" == *+cpu* ]] && [ -z "$TORCH_INDEX_URL" ]; then
     echo "build-image.sh: $TORCH_SPEC needs the wheel directory $WHEEL_DIR" >&2
     exit 2
 fi
@@ -72,9 +99,14 @@ podman build --pull=never \
     --build-arg "PYTHON=${PYTHON:-python3}" \
     --build-arg "BASE_IMAGE=$BASE_IMAGE" \
     --build-arg "TORCH_SPEC=$TORCH_SPEC" \
+    --build-arg "TORCH_NPU_SPEC=$TORCH_NPU_SPEC" \
+    --build-arg "PIN_SPECS=$PIN_SPECS" \
+    --build-arg "TORCH_INDEX_URL=$TORCH_INDEX_URL" \
+    --build-arg "RELEASE_LABEL=$RELEASE_LABEL" \
     "${build_args[@]}" \
     "${volumes[@]}" \
     --label "ascendops.payload.stamp=$stamp" \
+    --label "ascendops.release=$RELEASE_LABEL" \
     --tag "$IMAGE_TAG" \
     "$HERE"
 

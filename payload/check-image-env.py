@@ -10,10 +10,21 @@ markers for Python 3.10 and 3.11+), and - with --torch-from-image (TORCH_SPEC=""
 keeps its torch and torch_npu) - when the image's torch is >= the minimum transformers needs and
 torch_npu, if present, matches torch's major.minor. Otherwise exit 1 with what to change.
 Standard library only: it runs on a bare base image.
+
+    python check-image-env.py --release /opt/ascendops/release.json [--ascend-path /usr/local/Ascend]
+
+In the built image (the Containerfile runs it last): every pin of the release the image is built from
+(its ascendops.release label: Python, torch, torch_npu, DeepSpeed, transformers, numpy, protobuf and
+the extra pins, as installed distributions; the image's CANN from its install record, when the release
+names one; numpy and protobuf within CANN's range). Prints one JSON line
+{"ok", "release", "checks": [{"component", "expected", "found", "ok"}], "problems": [...],
+"cann_driver_range": the host driver range the image's CANN declares, or null}; exit 1 on a problem.
 """
 
 from __future__ import annotations
 
+import glob
+import json
 import os
 import re
 import subprocess
@@ -81,7 +92,156 @@ def check(requirements: str, torch_from_image: bool) -> list[str]:
     return problems
 
 
+# ------------------------------------------------------------------ the built image against its release
+
+_SPEC_RE = re.compile(r"^\s*(>=|<=|==|!=|>|<|~=)?\s*([\w.+!-]+)\s*$")
+
+
+def _release_tuple(text: str) -> tuple[int, ...]:
+    """Numbers of a version's release part (``2.6.0+cpu`` -> (2, 6, 0); ``2.4.0.post2`` -> (2, 4, 0)),
+    trailing zeros dropped so that 2.0 == 2.0.0."""
+    public = str(text).split("+")[0].lower()
+    nums = []
+    for part in public.split("."):
+        if not part.isdigit():
+            break
+        nums.append(int(part))
+    while nums and nums[-1] == 0:
+        nums.pop()
+    return tuple(nums)
+
+
+def same_release(a: str | None, b: str | None) -> bool:
+    """Two Python package versions name the same release, local tags (``+cpu``) aside."""
+    if a is None or b is None:
+        return a is b
+    return str(a).split("+")[0].lower() == str(b).split("+")[0].lower()
+
+
+def in_spec(version: str, spec: str) -> bool:
+    """``version`` inside ``spec`` (``">=1.19.2, <2.0"``): packaging when present, else by release numbers."""
+    try:
+        from packaging.specifiers import SpecifierSet
+        from packaging.version import Version
+
+        return Version(version) in SpecifierSet(spec)
+    except ImportError:
+        pass
+    v = _release_tuple(version)
+    for part in spec.split(","):
+        m = _SPEC_RE.match(part)
+        if not m:
+            return False
+        op, bound = m.group(1) or "==", _release_tuple(m.group(2))
+        ok = {">=": v >= bound, "<=": v <= bound, ">": v > bound, "<": v < bound, "==": v == bound,
+              "!=": v != bound, "~=": v >= bound}[op]
+        if not ok:
+            return False
+    return True
+
+
+def installed(dist: str) -> str | None:
+    import importlib.metadata as md
+
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return None
+
+
+def _record(path: str) -> dict[str, str]:
+    """key=value lines of a vendor record (keys lower-case, quotes removed); {} when unreadable."""
+    out: dict[str, str] = {}
+    try:
+        with open(path, errors="replace") as handle:
+            for line in handle:
+                key, sep, value = line.strip().partition("=")
+                if sep and key.strip():
+                    out[key.strip().lower()] = value.strip().strip("\"'")
+    except OSError:
+        pass
+    return out
+
+
+def _toolkit_dir(ascend_path: str) -> tuple[str | None, str | None]:
+    """(the image's CANN version from its toolkit install record, that toolkit's directory), found
+    through the ``latest``/``cann`` links first (up to 8.3 ``ascend-toolkit/latest/<arch>-linux/``,
+    from 8.5 ``cann-<ver>/`` with the record under ``cann/<arch>-linux/`` or ``<arch>-linux/``)."""
+    bases = [os.path.join(ascend_path, "ascend-toolkit", "latest"), os.path.join(ascend_path, "cann")]
+    bases += sorted(glob.glob(os.path.join(ascend_path, "cann-*")))
+    bases += sorted(glob.glob(os.path.join(ascend_path, "ascend-toolkit", "*")))
+    for base in bases:
+        for pattern in ("*-linux", os.path.join("cann", "*-linux")):
+            for record in sorted(glob.glob(os.path.join(base, pattern, "ascend_toolkit_install.info"))):
+                version = _record(record).get("version")
+                if version:
+                    return version, base
+    return None, None
+
+
+def image_cann(ascend_path: str) -> str | None:
+    """The image's CANN version (its toolkit install record), or None."""
+    return _toolkit_dir(ascend_path)[0]
+
+
+def image_cann_driver_range(ascend_path: str) -> str | None:
+    """The driver range the image's CANN declares (``required_package_driver_version`` of its
+    kernels/ops ``opp_kernel/version.info``): the host's driver must be inside it."""
+    _version, base = _toolkit_dir(ascend_path)
+    if not base:
+        return None
+    return _record(os.path.join(base, "opp_kernel", "version.info")).get("required_package_driver_version") or None
+
+
+def check_release(release: dict, ascend_path: str = "/usr/local/Ascend") -> dict:
+    """Every pin of ``release`` (the image label's JSON) against this interpreter and image."""
+    checks: list[dict] = []
+
+    def add(component, expected, found, ok, rule=""):
+        checks.append({"component": component, "expected": expected, "found": found, "ok": bool(ok),
+                       **({"rule": rule} if rule else {})})
+
+    py = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    add("python", release.get("python"), py, release.get("python") in (None, py))
+    for comp, dist in (("torch", "torch"), ("torch_npu", "torch_npu"), ("deepspeed", "deepspeed"),
+                       ("transformers", "transformers"), ("numpy", "numpy"), ("protobuf", "protobuf")):
+        want, have = release.get(comp), installed(dist)
+        add(comp, want, have, same_release(want, have))
+    for dist, want in sorted((release.get("pins") or {}).items()):
+        have = installed(dist)
+        add(dist, want, have, same_release(want, have))
+    torch, npu = installed("torch"), installed("torch_npu")
+    if torch and npu:
+        add("torch_npu build", _release_tuple(torch)[:2], _release_tuple(npu)[:2],
+            _release_tuple(torch)[:2] == _release_tuple(npu)[:2], "torch_npu is built for one torch major.minor")
+    cann_want, cann_have = release.get("cann"), image_cann(ascend_path)
+    add("cann", cann_want, cann_have,
+        (cann_have is None) if cann_want is None else (str(cann_have or "").lower() == str(cann_want).lower()),
+        "the image's CANN install record (ascend_toolkit_install.info)")
+    if cann_want:
+        for dist, spec in sorted((release.get("cann_python") or {}).items()):
+            have = installed(dist)
+            add(f"{dist} for CANN", spec, have, bool(have) and in_spec(have, spec),
+                f"CANN {cann_want}'s Python dependency list")
+    problems = [f"{c['component']}: expected {c['expected']}, found {c['found']}"
+                + (f" ({c['rule']})" if c.get("rule") else "") for c in checks if not c["ok"]]
+    return {"ok": not problems, "release": release.get("release"), "checks": checks, "problems": problems,
+            "cann_driver_range": image_cann_driver_range(ascend_path)}
+
+
 def main(argv: list[str]) -> int:
+    if argv and argv[0] == "--release" and len(argv) >= 2:
+        ascend_path = argv[argv.index("--ascend-path") + 1] if "--ascend-path" in argv[2:] else "/usr/local/Ascend"
+        try:
+            with open(argv[1]) as handle:
+                release = json.load(handle)
+        except (OSError, ValueError) as exc:
+            print(json.dumps({"ok": False, "release": None, "checks": [],
+                              "problems": [f"cannot read the release {argv[1]}: {exc}"]}))
+            return 1
+        result = check_release(release, ascend_path)
+        print(json.dumps(result, sort_keys=True))
+        return 0 if result["ok"] else 1
     if not argv or argv[0].startswith("-"):
         print(__doc__, file=sys.stderr)
         return 2

@@ -1,0 +1,70 @@
+# Copyright: (c) 2026, ascendops engineering
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters for release manifests (module_utils/ascend_release.py): load one, check a node against the
+vendor's compatibility rules, compare installed versions with the release, find nodes that differ."""
+
+from __future__ import annotations
+
+from ansible_collections.ascendops.cluster.plugins.module_utils import ascend_release as _r
+
+
+def release_load(name_or_path, releases_dir):
+    """The validated release manifest (a name in releases_dir or a path), with its torch_npu table.
+    A manifest that cannot be used raises ReleaseError (a ValueError) naming the file and the key."""
+    return _r.load_release(name_or_path, releases_dir)
+
+
+def _get(data, *keys):
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def release_check(node, release, host):
+    """Findings for one node: its installed firmware against its driver's compatible_version_fw, its
+    driver against the installed CANN's required_package_driver_version, its trainer image's label
+    against the release (when ``image_label`` is in ``node``), and the release's own image pairing.
+
+    ``node``: ``{driver: {version, info}, firmware: {version}, cann: {version, required},
+    image_label: str|null}`` (npu_info's ascend_npu fact carries driver and firmware)."""
+    out = _r.check_firmware(host, _get(node, "driver", "version"), _get(node, "driver", "info"),
+                            _get(node, "firmware", "version"))
+    cann = _get(node, "cann", "version")
+    if cann:
+        out += _r.check_cann_driver(host, cann, _get(node, "cann", "required") or {},
+                                    _get(node, "driver", "version"), what="installed CANN")
+    if release:
+        if isinstance(node, dict) and "image_label" in node:
+            out += _r.check_image_label(host, node.get("image_label"), release)
+        out += _r.check_release(release, host)
+    return out
+
+
+def release_compare(installed, expected, host):
+    """Rows {host, component, installed, expected, status}, mismatches first (see ascend_release.compare)."""
+    return _r.compare(host, installed or {}, expected or {})
+
+
+def release_expected(release):
+    """{component: version} every node of the release must end on."""
+    return _r.expected_versions(release)
+
+
+def release_nodes_differ(versions, expected=None, hosts_in_run=None, failed=None):
+    """Findings for components on which nodes would end on different versions. ``versions``:
+    {host: {component: v}}, the versions each node ends on; with ``expected`` and ``hosts_in_run``
+    they are what each node has now, and the nodes the run reaches (less ``failed``) end on
+    ``expected`` while the others keep theirs (a --limit run, a failed batch)."""
+    if expected is not None and hosts_in_run is not None:
+        versions = _r.end_versions(versions, expected, hosts_in_run, failed or ())
+    return _r.check_nodes_agree(versions or {})
+
+
+class FilterModule:
+    """Release manifest filters."""
+
+    def filters(self):
+        return {"release_load": release_load, "release_check": release_check, "release_compare": release_compare,
+                "release_expected": release_expected, "release_nodes_differ": release_nodes_differ}
