@@ -107,7 +107,7 @@ npus:
     power_w: {description: "Power in W (sum of the chips, else the card's from the mcu block), else null.", type: float}
     aicpu_pct: {description: AI CPU usage in %., type: float}
     ctrlcpu_pct: {description: Control CPU usage in %., type: float}
-    chips: {description: Per chip, every value read (normalised keys)., type: list, elements: dict}
+    chips: {description: "Per chip, every value read (normalised keys).", type: list, elements: dict}
     error: {description: Why this NPU could not be read (null when it was)., type: str}
   sample:
     - npu_id: 0

@@ -181,7 +181,7 @@ def build(tmp_path, **env):
         if key not in env:
             full.pop(key, None)
     proc = subprocess.run(["bash", str(PAYLOAD / "build-image.sh"), str(tmp_path / "out.tar")], env=full,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, check=False)
     builds = [ln for ln in log.read_text().splitlines() if ln.startswith("build ")]
     return proc, builds[0] if builds else ""
 
@@ -239,7 +239,7 @@ def entrypoint(tmp_path, *scripts):
     env.pop("ASCENDOPS_SEEN", None)
     proc = subprocess.run([str(PAYLOAD / "container-entrypoint.sh"), "bash", "-c",
                            'echo "$ASCENDOPS_SEEN|${ASCENDOPS_ARGS_ascend_toolkit-}|${ASCENDOPS_ARGS_nnal-}|$0 $1"',
-                           "arg0", "--cxx_abi=9"], env=env, capture_output=True, text=True, timeout=30)
+                           "arg0", "--cxx_abi=9"], env=env, capture_output=True, text=True, timeout=30, check=False)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip()
 
@@ -281,7 +281,7 @@ def fake_image(tmp_path, monkeypatch, mod, dists, cann=None, layout="ascend-tool
             f'Version=8.2.0.0.201\nversion_dir={cann}\nrequired_package_driver_version=">=25.0.rc1"\n')
         if layout == "ascend-toolkit":
             os.symlink(cann, top / "latest")
-    monkeypatch.setattr(mod, "installed", lambda dist: dists.get(dist))
+    monkeypatch.setattr(mod, "installed", dists.get)
     monkeypatch.setattr(mod.sys, "version_info", (3, 11, 9))
     return str(tmp_path / "Ascend")
 
@@ -296,8 +296,8 @@ def test_check_image_env_release_passes_on_an_image_built_as_the_release_says(tm
     result = check_env.check_release(label, path)
     assert result["ok"], result["problems"]
     assert result["cann_driver_range"] == ">=25.0.rc1"  # the host's driver must be inside it
-    assert {c["component"] for c in result["checks"]} >= {"python", "torch", "torch_npu", "cann", "tensorboard",
-                                                            "numpy for CANN", "protobuf for CANN"}
+    assert {c["component"] for c in result["checks"]} >= {
+        "python", "torch", "torch_npu", "cann", "tensorboard", "numpy for CANN", "protobuf for CANN"}
 
 
 def test_check_image_env_release_names_every_pin_that_differs(tmp_path, monkeypatch, check_env):

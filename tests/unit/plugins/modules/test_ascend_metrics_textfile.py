@@ -17,7 +17,8 @@ STATUS = {"schema": 1, "job": "llama3-8b", "node": "node1", "node_rank": 0, "sta
           "last_checkpoint": "global_step100", "last_checkpoint_step": 100, "updated_at": 1764633600}
 
 
-def setup(tmp_path, status=STATUS):
+def setup(tmp_path, status=None):
+    status = STATUS if status is None else status
     textfile = tmp_path / "textfile_collector"
     textfile.mkdir()
     status_file = tmp_path / "status.json"
