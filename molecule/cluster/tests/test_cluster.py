@@ -71,7 +71,11 @@ def test_the_job_ran_as_the_runtime_user_without_capabilities(host, expected_npu
     hc = info["HostConfig"]
     user = host.user("HwHiAiUser")
     assert info["Config"]["User"] == f"{user.uid}:{user.gid}"
-    assert hc["CapDrop"] == ["ALL"] and not hc["CapAdd"] and hc["SecurityOpt"] == ["no-new-privileges"]
+    assert hc["CapDrop"] == ["ALL"] and not hc["CapAdd"]
+    # The engine adds label=disable itself to a container in the host's IPC namespace (the job's --ipc host,
+    # which HCCL's shared memory needs); every other security option is ours.
+    assert hc["IpcMode"] == "host"
+    assert [o for o in hc["SecurityOpt"] if o != "label=disable"] == ["no-new-privileges"]
     assert hc["Privileged"] is False and hc["NetworkMode"] == "host"
     devices = sorted(d["PathOnHost"] for d in hc["Devices"])
     assert devices == sorted([f"/dev/davinci{i}" for i in range(expected_npus)]
