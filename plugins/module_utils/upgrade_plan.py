@@ -133,17 +133,16 @@ def node_steps(node, installed, target):
     return steps
 
 
-def rollback_steps(node, steps, previous):
-    """The steps that take a node back to ``previous`` (``{component: version}``) after ``steps``
-    (from ``node_steps``): the same steps in reverse order (ASSUMED order, see the module's docstring),
-    each package back to its previous version (``action`` ``uninstall`` where there was none)."""
+def rollback_steps(node, previous, target):
+    """The steps that take a node from ``target`` back to ``previous`` (``{component: version}``, what
+    it ran before the upgrade first started): every step the whole upgrade changes (including steps an
+    interrupted run already did), in reverse order (ASSUMED order, see the module's docstring), each
+    package back to its previous version (``action`` ``uninstall`` where there was none)."""
     out = []
-    for step in reversed(steps):
-        packages = []
-        for pkg in step["packages"]:
-            back = (previous or {}).get(pkg["component"], pkg["from"])
-            packages.append({"component": pkg["component"], "from": pkg["to"], "to": back,
-                             "action": "install" if back not in (None, "") else "uninstall"})
+    for step in reversed(node_steps(node, previous, target)):
+        packages = [{"component": p["component"], "from": p["to"], "to": p["from"],
+                     "action": "install" if p["from"] not in (None, "") else "uninstall"}
+                    for p in step["packages"]]
         out.append({"node": node, "step": step["step"], "packages": packages, "reboot": False})
     reboots = [s for s in out if s["step"] in REBOOT_STEPS]
     if reboots:
@@ -181,7 +180,7 @@ def plan_upgrade(nodes, installed, health, release, upgrade_batch_size=1, max_fa
             continue
         before = dict(installed[node], **((previous or {}).get(node) or {}))
         pending.append({"node": node, "steps": steps, "reboot": any(s["reboot"] for s in steps),
-                        "rollback": rollback_steps(node, steps, before)})
+                        "rollback": rollback_steps(node, before, target)})
     plan["batches"] = [pending[i:i + size] for i in range(0, len(pending), size)]
     return plan
 

@@ -229,16 +229,20 @@ def test_rollback_is_the_reverse_order_back_to_the_previous_versions():
 
 
 def test_rollback_after_a_resume_returns_to_the_recorded_versions():
+    """A re-run sees node1 on the new firmware and driver; rolling back must still take them back."""
     installed = old_cluster()
     installed["node1"] = _upgraded_through(OLD, ["firmware", "driver"])
     previous = {n: dict(OLD) for n in NODES}
     entry = plan(installed, previous=previous)["batches"][0][0]
     assert [s["step"] for s in entry["steps"]] == ["cann", "image"]
-    # Only what this run changes is rolled back by the entry; the recorded versions are the target.
+    assert [s["step"] for s in entry["rollback"]] == ["image", "cann", "driver", "firmware"]
     assert {p["component"]: p["to"] for s in entry["rollback"] for p in s["packages"]} == {
-        "image": OLD["image"], "cann_toolkit": "8.0.0", "cann_kernels": "8.0.0"}
+        "image": OLD["image"], "cann_toolkit": "8.0.0", "cann_kernels": "8.0.0",
+        "driver": OLD["driver"], "firmware": OLD["firmware"]}
+    assert entry["rollback"][-1]["reboot"] is True
+    # Without the record, the versions seen now are all there is: firmware and driver stay.
     without = plan(installed)["batches"][0][0]
-    assert without["rollback"][0]["packages"][0]["to"] == OLD["image"]
+    assert [s["step"] for s in without["rollback"]] == ["image", "cann"]
 
 
 def test_rollback_of_a_component_that_was_absent_uninstalls_it():
