@@ -1,0 +1,102 @@
+# Copyright: (c) 2026, ascendops engineering
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The plan of adding, removing or replacing nodes of a running job. Pure data, no I/O.
+
+Rank order: the job's nodes keep their order; added nodes are appended; a removed node is dropped
+(the nodes after it move up) unless a spare is swapped in, which then takes the removed node's place,
+so every other node keeps its ranks and the world size stays. A dead (unreachable) node must be among
+the removed ones, and no step runs on it.
+
+Resume: with the same world size the job loads its checkpoint as saved; with another world size the
+ZeRO checkpoint is converted to DeepSpeed's universal checkpoint first (``ds_to_universal``, then load
+with ``load_universal``), keeping the optimizer state. The global batch size must still divide by
+micro batch x data-parallel ranks: the trainer's own rule (``trainer_rules.batch_problem``).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.ascendops.cluster.plugins.module_utils import trainer_rules as rules
+
+NAMES = {"train.global_batch_size": "launch_job.global_batch_size",
+         "train.micro_batch_size": "launch_job.micro_batch_size"}
+
+
+def _problem(node, check, msg):
+    return {"node": node, "check": check, "msg": msg}
+
+
+def plan_scale(current, add=(), remove=(), spares=(), swap=False, dead=(), devices_per_node=8,
+               global_batch_size=None, micro_batch_size=None, names=None):
+    """The plan as a dict: ``refused`` (``{node, check, msg}``; when not empty nothing is to be done),
+    ``nodes`` (the new rank order), ``ranks`` (``{node: [first, last]}``), ``world_size_before``,
+    ``world_size``, ``added``, ``removed``, ``swapped`` (``{removed: spare}``), ``universal_checkpoint``
+    and ``steps`` (``[{step, ...}]`` in order).
+
+    ``current``: the job's nodes in rank order; ``add``/``remove``: node names; ``spares``: the spare
+    group in inventory order; ``swap``: replace each removed node by the next free spare; ``dead``:
+    unreachable nodes; ``global_batch_size``/``micro_batch_size``: the job's (checked when both given)."""
+    current, add, remove = list(current), list(add or ()), list(remove or ())
+    dead, spares = set(dead or ()), list(spares or ())
+    names = names or NAMES
+    refused = []
+    for node in sorted({n for n in add if add.count(n) > 1} | {n for n in remove if remove.count(n) > 1}):
+        refused.append(_problem(node, "nodes", f"{node} is named twice in nodes"))
+    for node in add:
+        if node in current:
+            refused.append(_problem(node, "add", f"{node} is already in the job; nothing to add"))
+        if node in dead:
+            refused.append(_problem(node, "reachable", f"{node} is unreachable; a node to add must answer"))
+    for node in remove:
+        if node not in current:
+            refused.append(_problem(node, "remove", f"{node} is not in the job ({', '.join(current)})"))
+    for node in sorted(dead - set(remove) - set(add)):
+        if node in current:
+            refused.append(_problem(node, "reachable", f"{node} is unreachable but stays in the job: remove it "
+                                                       "(-e nodes=" + node + ") or bring it back first"))
+    swapped = {}
+    if swap:
+        free = [s for s in spares if s not in current and s not in add and s not in dead]
+        for node in remove:
+            if not free:
+                refused.append(_problem(node, "spare", f"no free reachable spare to swap in for {node} "
+                                                       f"(spares: {', '.join(spares) or 'none'})"))
+                continue
+            swapped[node] = free.pop(0)
+    order = [swapped.get(n, n) for n in current if n not in remove or n in swapped] + add
+    devices = rules.number(devices_per_node, integer=True)
+    if devices is None or devices < 1:
+        refused.append(_problem("job", "devices_per_node", f"devices_per_node must be an integer >= 1, got "
+                                                           f"{devices_per_node!r}"))
+        devices = 1
+    if not order:
+        refused.append(_problem("job", "world_size", "no node would be left in the job"))
+    world_before, world = len(current) * devices, len(order) * devices
+    batch = None
+    if global_batch_size is not None and micro_batch_size is not None and order:
+        batch = rules.batch_problem(global_batch_size, micro_batch_size, world, names,
+                                    f"data-parallel size at the new world size ({len(order)} nodes x {devices})")
+        if batch:
+            refused.append(_problem("job", "global_batch_size", batch))
+    universal = world != world_before
+    new = [n for n in order if n not in current]
+    kept = [n for n in order if n in current]
+    steps = [{"step": "stop_job", "nodes": [n for n in current if n not in dead], "checkpoint": True,
+              "skipped_dead": sorted(dead & set(current))}]
+    if new:
+        steps.append({"step": "prepare", "nodes": new})
+        steps.append({"step": "check_reachability", "from": new, "to": kept})
+    steps.append({"step": "rank_table", "nodes": order})
+    if universal:
+        steps.append({"step": "convert_checkpoint", "to": "universal", "from_world_size": world_before,
+                      "to_world_size": world})
+    steps.append({"step": "start_job", "nodes": order, "world_size": world,
+                  "resume": "universal" if universal else "checkpoint"})
+    return {"refused": refused, "nodes": order,
+            "ranks": {n: [i * devices, (i + 1) * devices - 1] for i, n in enumerate(order)},
+            "world_size_before": world_before, "world_size": world, "added": add,
+            "removed": [n for n in remove if n in current], "swapped": swapped,
+            "batch_problem": batch, "universal_checkpoint": universal,
+            "steps": [] if refused else steps}
+
+
+__all__ = ["plan_scale"]
