@@ -18,11 +18,13 @@ NEW = r.expected_versions(TARGET_RELEASE)
 ORDER = ["firmware", "driver", "cann", "image"]  # docker_runtime is 6.0.0 in both releases
 
 
-def healthy(nodes=NODES):
+def healthy(nodes=None):
+    nodes = NODES if nodes is None else nodes
     return {n: {"reachable": True, "npu_health_ok": True, "links_up": True} for n in nodes}
 
 
-def old_cluster(nodes=NODES):
+def old_cluster(nodes=None):
+    nodes = NODES if nodes is None else nodes
     return {n: dict(OLD) for n in nodes}
 
 
