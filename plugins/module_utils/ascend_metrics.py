@@ -193,8 +193,10 @@ class MetricsTextfile:
                 handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.chmod(tmp, mode)
-            os.rename(tmp, dest)
+            # Ansible's atomic rename (as docker_daemon_json): it also sets the SELinux context; it keeps
+            # an existing file's mode, so the mode is set after it.
+            self.module.atomic_move(tmp, dest)
+            os.chmod(dest, mode)
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
