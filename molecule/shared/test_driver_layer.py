@@ -1,4 +1,9 @@
-"""Fresh install: what a user checks on a node after the driver role."""
+"""Fresh install: what a user checks on a node after the driver stage.
+
+Run by sim/image/layers.sh on the node it prepares, after preflight and npu_driver converged it from
+the bare node image and before it is committed as localhost/ascendops-sim-node:driver (the image
+every later scenario starts from): the former npu_driver scenario's verifier.
+"""
 
 from ascend_verify import CURRENT, DEVICE_NODES, events, installs, key_values, npu_table
 

@@ -4,9 +4,10 @@
 #   localhost/ascendops-sim-node:driver = the node image ($SIM_IMAGE) after the collection's
 #   preflight and npu_driver stages at the current simulated versions (sim/image/layers/driver.yml).
 # The layer is made the way a user would: a node is started from $SIM_IMAGE, the playbook runs
-# against it through the podman connection, the node is stopped and committed. Then the image is
-# checked: a node started from it boots with the driver running and npu-smi healthy, and the same
-# playbook changes nothing (changed=0). Rebuilt only when its inputs changed (the base image, the
+# against it through the podman connection, the fresh install is verified (what the former npu_driver
+# scenario proved: molecule/shared/test_driver_layer.py), the node is stopped and committed. Then the
+# image is checked: a node started from it boots with the driver running and npu-smi healthy, the
+# same playbook changes nothing (changed=0), and so does its --check --diff. Rebuilt only when its inputs changed (the base image, the
 # roles, playbooks and plugins, the simulated packages and versions, this script).
 #   usage: sim/image/layers.sh [--force]
 #   SIM_DRIVER_IMAGE names the result (default: the :driver tag, or <SIM_IMAGE>-driver for another tag).
@@ -31,6 +32,7 @@ podman image exists "$base" || { echo "layers.sh: $base is missing (sim/image/bu
 
 stamp=$( { podman image inspect --format '{{.Id}}' "$base"
            (cd "$repo" && find roles plugins playbooks sim/image/layers sim/image/layers.sh sim/versions.env meta \
+              molecule/conftest.py molecule/ascend_verify.py molecule/shared/test_driver_layer.py \
               -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum)
            cat "$repo/sim/build/packages/current/SHA256SUMS"; } | sha256sum | cut -c1-16)
 if [ "$force" != --force ] && podman image exists "$image" &&
@@ -56,7 +58,7 @@ start_node() {  # as molecule's create (molecule/shared/create.yml) starts a nod
   echo "layers.sh: $name did not boot (systemd: ${state:-no answer})" >&2; exit 1
 }
 
-converge() {  # the layer's playbook against the node; prints the recap line
+converge() {  # the layer's playbook against the node ($1: log name, then extra arguments); prints the recap line
   cat > "$work/hosts.yml" <<INV
 all:
   children:
@@ -67,7 +69,7 @@ all:
           ansible_python_interpreter: /usr/bin/python3
           sim_repo: $repo
 INV
-  ansible-playbook -i "$work/hosts.yml" -e "@$here/layers/sim-node.yml" "$here/layers/driver.yml" \
+  ansible-playbook -i "$work/hosts.yml" -e "@$here/layers/sim-node.yml" "${@:2}" "$here/layers/driver.yml" \
     >"$cache/layer-driver-$1.log" 2>&1 || { tail -40 "$cache/layer-driver-$1.log"; exit 1; }
   grep -E "^$name +:" "$cache/layer-driver-$1.log"
 }
@@ -75,6 +77,13 @@ INV
 echo "layer $image: converging preflight + npu_driver on a node from $base"
 start_node "$base"
 converge build
+# The fresh install is what a user checks after the driver stage (versions and install record, the
+# runtime user, device nodes, npu-smi, driver then firmware then one reboot, the OS prepared): the
+# verifier molecule/shared/test_driver_layer.py, through the same podman backend as molecule's.
+printf 'all:\n  hosts:\n    %s: {}\n' "$name" > "$work/verify.yml"
+MOLECULE_INVENTORY_FILE=$work/verify.yml MOLECULE_PROJECT_DIRECTORY=$repo \
+  pytest -q -p no:cacheprovider --rootdir "$repo" "$repo/molecule/shared/test_driver_layer.py" ||
+  { echo "layers.sh: the fresh driver install fails its checks (above)" >&2; exit 1; }
 # Host keys are made at first boot of each node, not shared by every node of the image.
 podman exec "$name" sh -c 'rm -f /etc/ssh/ssh_host_*'
 podman stop -t 30 "$name" >/dev/null
@@ -95,6 +104,10 @@ podman exec "$name" npu-smi info >/dev/null || { echo "layers.sh: npu-smi fails 
 recap=$(converge check)
 echo "$recap"
 case "$recap" in *" changed=0 "*) ;; *) echo "layers.sh: the prepared node is not converged: $recap" >&2; exit 1 ;; esac
+# --check --diff on the converged node: passes and reports nothing to change.
+recap=$(converge check-mode --check --diff)
+echo "$recap"
+case "$recap" in *" changed=0 "*" failed=0 "*) ;; *) echo "layers.sh: --check --diff on the prepared node: $recap" >&2; exit 1 ;; esac
 podman tag "$image.tmp" "$image"
 podman rmi "$image.tmp" >/dev/null
 echo "built $image ($stamp)"
