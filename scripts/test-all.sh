@@ -44,6 +44,7 @@ if [ "${TEST_SERIAL:-0}" = 1 ]; then
 else
   mkdir -p .cache/test
   log=.cache/test/images.log
+  rm -f .cache/test/images.rows
   echo "=== images: building in the background (log: $log)"
   ( rows=(); failed=0; images; printf '%s\n' "${rows[@]}" > .cache/test/images.rows; exit $(( failed > 0 )) ) \
     >"$log" 2>&1 &
@@ -52,8 +53,12 @@ else
   echo; echo "=== waiting for the image builds"
   wait "$images_pid"
   cat "$log"
-  mapfile -t -O "${#rows[@]}" rows < .cache/test/images.rows
-  failed=$(( failed + $(grep -c ' FAILED ' .cache/test/images.rows) ))
+  if [ -f .cache/test/images.rows ]; then
+    mapfile -t -O "${#rows[@]}" rows < .cache/test/images.rows
+    failed=$(( failed + $(grep -c ' FAILED ' .cache/test/images.rows) ))
+  else
+    rows+=("$(printf '%-22s %-7s' images FAILED)"); failed=$((failed + 1))
+  fi
 fi
 echo; echo "=== checks and images done after $(( $(date +%s) - start ))s"
 # Every molecule scenario; MOLECULE_SKIP="roce cluster" leaves scenarios out (scripts/molecule-all.sh).
