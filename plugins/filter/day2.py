@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ansible_collections.ascendops.cluster.plugins.module_utils import day2_run as _d
 from ansible_collections.ascendops.cluster.plugins.module_utils import scale_plan as _s
+from ansible_collections.ascendops.cluster.plugins.module_utils import trainer_rules as _rules
 from ansible_collections.ascendops.cluster.plugins.module_utils import upgrade_plan as _u
 
 
@@ -62,6 +63,16 @@ def scale_plan(current, add=(), remove=(), spares=(), swap=False, dead=(), devic
                          micro_batch_size)
 
 
+def scale_plan_text(plan, operation):
+    """A scale plan as text lines (``day2_run.scale_plan_text``)."""
+    return _d.scale_plan_text(plan, operation)
+
+
+def day2_resume_problem(config):
+    """A message when ``scale_resume_config`` names a key the trainer lacks (``day2_run.resume_config_problem``)."""
+    return _d.resume_config_problem(config, _rules.TRAINER_KEYS)
+
+
 class FilterModule:
     """Day-2 operation filters."""
 
@@ -69,4 +80,5 @@ class FilterModule:
         return {"upgrade_plan": upgrade_plan, "upgrade_plan_text": upgrade_plan_text,
                 "upgrade_batch_verdict": upgrade_batch_verdict, "upgrade_settings_release": upgrade_settings_release,
                 "day2_role_vars": day2_role_vars, "day2_node_health": day2_node_health,
-                "day2_node_list": day2_node_list, "scale_plan": scale_plan}
+                "day2_node_list": day2_node_list, "scale_plan": scale_plan, "scale_plan_text": scale_plan_text,
+                "day2_resume_problem": day2_resume_problem}

@@ -101,4 +101,50 @@ def node_list(value, known=None, what="nodes"):
     return {"nodes": list(dict.fromkeys(items)), "unknown": unknown, "problem": problem}
 
 
-__all__ = ["Day2Error", "ROLE_VARS", "settings_release", "role_vars", "node_health", "node_list"]
+def resume_config_problem(config, known):
+    """A message when the trainer settings that make a resume at another world size possible
+    (``scale_resume_config``, a ``{section: {key: value}}`` mapping) name a key the trainer does not have
+    (``known``: ``trainer_rules.TRAINER_KEYS``); None when it has them all."""
+    if not isinstance(config, dict) or not config:
+        return ("scale_resume_config is empty: the job's ZeRO checkpoint is sharded per rank and cannot be "
+                "loaded at another world size without the trainer's universal-checkpoint resume")
+    keys = []
+    for section, value in config.items():
+        if isinstance(value, dict):
+            keys.extend(f"{section}.{k}" for k in value)
+        else:
+            keys.append(str(section))
+    missing = [k for k in keys if k not in known]
+    if not missing:
+        return None
+    return (f"the trainer has no {', '.join(missing)} (scale_resume_config): it cannot resume its ZeRO checkpoint "
+            "at another world size yet. Keep the world size (swap in a spare: -e swap=true), or set "
+            "scale_resume_config to the trainer's universal-checkpoint setting")
+
+
+def scale_plan_text(plan, operation):
+    """A scale plan (``scale_plan.plan_scale``) as text lines: what changes, the new rank order, the steps."""
+    lines = [f"{operation}: job of {len(plan['nodes'])} node(s), world size {plan['world_size_before']} -> "
+             f"{plan['world_size']}"]
+    if plan["refused"]:
+        lines.append(f"REFUSED: {len(plan['refused'])} check(s) failed; nothing will change:")
+        lines.extend(f"  {r['node']}: {r['check']}: {r['msg']}" for r in plan["refused"])
+        return lines
+    if plan["added"]:
+        lines.append(f"Added: {', '.join(plan['added'])}")
+    if plan["removed"]:
+        lines.append(f"Removed (nothing runs on them): {', '.join(plan['removed'])}")
+    for old, new in plan["swapped"].items():
+        lines.append(f"Swapped: {old} -> spare {new} (takes its place)")
+    per_node = plan["world_size"] // max(len(plan["nodes"]), 1)
+    lines.append(f"Job nodes: {', '.join(plan['nodes'])} ({per_node} ranks each, numbered server by server in "
+                 "ascending address order: the rank table's rule)")
+    for i, step in enumerate(plan["steps"], 1):
+        what = {k: v for k, v in step.items() if k != "step" and v not in ([], None)}
+        detail = ", ".join(f"{k} {', '.join(v) if isinstance(v, list) else v}" for k, v in what.items())
+        lines.append(f"Step {i}: {step['step']}" + (f" ({detail})" if detail else ""))
+    return lines
+
+
+__all__ = ["Day2Error", "ROLE_VARS", "settings_release", "role_vars", "node_health", "node_list",
+           "resume_config_problem", "scale_plan_text"]
