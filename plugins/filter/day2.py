@@ -68,9 +68,9 @@ def scale_plan_text(plan, operation):
     return _d.scale_plan_text(plan, operation)
 
 
-def day2_resume_problem(config):
-    """A message when ``scale_resume_config`` names a key the trainer lacks (``day2_run.resume_config_problem``)."""
-    return _d.resume_config_problem(config, _rules.TRAINER_KEYS)
+def day2_resume_problem(config, job_config=None):
+    """A message when the job cannot resume at another world size (``day2_run.resume_config_problem``)."""
+    return _d.resume_config_problem(config, _rules.TRAINER_KEYS, job_config)
 
 
 class FilterModule:

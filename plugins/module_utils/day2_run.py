@@ -101,25 +101,45 @@ def node_list(value, known=None, what="nodes"):
     return {"nodes": list(dict.fromkeys(items)), "unknown": unknown, "problem": problem}
 
 
-def resume_config_problem(config, known):
-    """A message when the trainer settings that make a resume at another world size possible
-    (``scale_resume_config``, a ``{section: {key: value}}`` mapping) name a key the trainer does not have
-    (``known``: ``trainer_rules.TRAINER_KEYS``); None when it has them all."""
-    if not isinstance(config, dict) or not config:
-        return ("scale_resume_config is empty: the job's ZeRO checkpoint is sharded per rank and cannot be "
-                "loaded at another world size without the trainer's universal-checkpoint resume")
-    keys = []
-    for section, value in config.items():
+RESUME_KEY = "checkpoint.resume_universal"
+
+
+def _flat(config):
+    out = {}
+    for section, value in (config or {}).items():
         if isinstance(value, dict):
-            keys.extend(f"{section}.{k}" for k in value)
+            out.update({f"{section}.{k}": v for k, v in value.items()})
         else:
-            keys.append(str(section))
-    missing = [k for k in keys if k not in known]
-    if not missing:
-        return None
-    return (f"the trainer has no {', '.join(missing)} (scale_resume_config): it cannot resume its ZeRO checkpoint "
-            "at another world size yet. Keep the world size (swap in a spare: -e swap=true), or set "
-            "scale_resume_config to the trainer's universal-checkpoint setting")
+            out[str(section)] = value
+    return out
+
+
+def resume_config_problem(config, known, job_config=None):
+    """A message when the job cannot resume its ZeRO checkpoint at another world size; None when it can.
+
+    The trainer does that through DeepSpeed's universal checkpoint when its ``checkpoint.resume_universal``
+    is ``auto`` (its default) or ``always``. ``config``: ``scale_resume_config``, trainer settings merged
+    into ``launch_job.config`` for the restart (default none); ``known``: ``trainer_rules.TRAINER_KEYS``;
+    ``job_config``: the job's own ``launch_job.config``."""
+    if RESUME_KEY not in known:
+        return (f"the trainer has no {RESUME_KEY} (its universal-checkpoint resume): it cannot load its ZeRO "
+                "checkpoint at another world size. Keep the world size (swap in a spare: -e swap=true) or use a "
+                "trainer that has it")
+    if config is not None and not isinstance(config, dict):
+        return f"scale_resume_config must be a mapping of trainer settings, got {config!r}"
+    extra = [k for k in _flat(config) if k not in known]
+    if extra:
+        return f"scale_resume_config names {', '.join(extra)}, which the trainer does not have"
+    mode, where = "auto", "the trainer's default"
+    for name, source in (("launch_job.config", job_config), ("scale_resume_config", config)):
+        value = _flat(source if isinstance(source, dict) else {}).get(RESUME_KEY)
+        if value is not None:
+            mode, where = str(value), f"{name}.{RESUME_KEY}"
+    if mode == "never":
+        return (f"{where} is never: the job would refuse its checkpoint at the new world size. Set "
+                f"scale_resume_config: {{checkpoint: {{resume_universal: auto}}}} for this restart, or keep the "
+                "world size (swap in a spare: -e swap=true)")
+    return None
 
 
 def scale_plan_text(plan, operation):
@@ -147,4 +167,4 @@ def scale_plan_text(plan, operation):
 
 
 __all__ = ["Day2Error", "ROLE_VARS", "settings_release", "role_vars", "node_health", "node_list",
-           "resume_config_problem", "scale_plan_text"]
+           "RESUME_KEY", "resume_config_problem", "scale_plan_text"]

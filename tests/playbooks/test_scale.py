@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from ansible_collections.ascendops.cluster.plugins.module_utils.trainer_rules import TRAINER_KEYS
 
 from .day2 import ROOT, run_playbook
 
 pytestmark = pytest.mark.slow
 
+# The trainer's universal-checkpoint resume (payload/, checkpoint.resume_universal): without it a new
+# world size is refused.
+UNIVERSAL = "checkpoint.resume_universal" in TRAINER_KEYS
 SAMPLE_JOB = yaml.safe_load((ROOT / "inventories/sample/group_vars/npu_nodes/ascend.yml").read_text())["launch_job"]
 ANSWERS = {"scale_reachable": True, "scale_job_servers": ["192.0.2.11", "192.0.2.12"], "scale_job_running": True}
 SPARE = {"npu_spares": {"a2-spare01": {"ansible_host": "192.0.2.31", "roce_address_offset": 40}}}
@@ -68,20 +72,39 @@ def test_a_smaller_world_size_the_trainer_refuses_and_no_universal_resume_are_na
     assert "remove_node.yml refused, nothing changed" in run.text
     assert "the job at world size 16 (2 nodes)" in run.text
     assert "launch_job.global_batch_size (48) is not divisible by launch_job.micro_batch_size (2)" in run.text
-    assert "the trainer has no checkpoint.load_universal (scale_resume_config)" in run.text
+    assert ("the trainer has no checkpoint.resume_universal" in run.text) is not UNIVERSAL
 
 
 def test_add_prints_the_plan_in_check_mode(tmp_path):
     job = dict(SAMPLE_JOB, global_batch_size=48, micro_batch_size=2)
     run = run_playbook(tmp_path, "add_node.yml", answers("a2-node01", "a2-node02", "a2-node03"),
-                       {"nodes": "a2-node03", "launch_job": job,
-                        "scale_resume_config": {"checkpoint": {"resume": True}}}, check=True, inventory_hosts=THIRD)
-    assert run.rc == 0, run.out
+                       {"nodes": "a2-node03", "launch_job": job}, check=True, inventory_hosts=THIRD)
     assert "Add a2-node03: job of 3 node(s), world size 16 -> 24" in run.text
     assert "Step 2: prepare (nodes a2-node03)" in run.text
     assert "Step 3: check_reachability (from a2-node03, to a2-node01, a2-node02)" in run.text
     assert "convert_checkpoint (to universal, from_world_size 16, to_world_size 24)" in run.text
+    if UNIVERSAL:
+        assert run.rc == 0, run.out
+        assert "Check mode: the plan above was printed and nothing changed" in run.text
+    else:
+        assert run.rc != 0
+        assert "add_node.yml refused, nothing changed" in run.text
+        assert "the trainer has no checkpoint.resume_universal" in run.text
     assert set(run.recap_changed().values()) == {0}, run.out
+
+
+def test_add_is_refused_when_the_job_never_resumes_at_another_world_size(tmp_path):
+    job = dict(SAMPLE_JOB, global_batch_size=48, micro_batch_size=2,
+               config={"checkpoint": {"resume_universal": "never"}})
+    run = run_playbook(tmp_path, "add_node.yml", answers("a2-node01", "a2-node02", "a2-node03"),
+                       {"nodes": "a2-node03", "launch_job": job}, check=True, inventory_hosts=THIRD)
+    assert run.rc != 0
+    if UNIVERSAL:
+        assert "launch_job.config.checkpoint.resume_universal is never" in run.text
+    else:
+        # The trainer refuses the key itself, and the resume at 24 ranks is refused.
+        assert "unknown config key 'launch_job.config.checkpoint.resume_universal'" in run.text
+        assert "the trainer has no checkpoint.resume_universal" in run.text
 
 
 def test_add_of_a_node_not_in_the_inventory_or_not_answering_is_refused(tmp_path):

@@ -74,3 +74,37 @@ def test_node_list():
     assert d.node_list(["a", "x"], ["a"])["unknown"] == ["x"]
     assert "required" in d.node_list("", ["a"])["problem"]
     assert "more than once" in d.node_list("a,a", ["a"])["problem"]
+
+
+def test_resume_config_problem():
+    known = {"checkpoint.resume", "checkpoint.resume_universal"}
+    assert d.resume_config_problem(None, known) is None
+    assert d.resume_config_problem({"checkpoint": {"resume_universal": "always"}}, known) is None
+    lacking = d.resume_config_problem(None, {"checkpoint.resume"})
+    assert "the trainer has no checkpoint.resume_universal" in lacking and "swap=true" in lacking
+    assert "names checkpoint.bogus, which the trainer does not have" in d.resume_config_problem(
+        {"checkpoint": {"bogus": 1}}, known)
+    never = d.resume_config_problem(None, known, {"checkpoint": {"resume_universal": "never"}})
+    assert never.startswith("launch_job.config.checkpoint.resume_universal is never")
+    # scale_resume_config wins over the job's own setting for this restart.
+    assert d.resume_config_problem({"checkpoint": {"resume_universal": "auto"}}, known,
+                                   {"checkpoint": {"resume_universal": "never"}}) is None
+
+
+def test_the_default_is_refused_exactly_while_the_trainer_lacks_the_setting():
+    from ansible_collections.ascendops.cluster.plugins.module_utils.trainer_rules import TRAINER_KEYS
+
+    assert (d.resume_config_problem(None, TRAINER_KEYS) is None) == (d.RESUME_KEY in TRAINER_KEYS)
+
+
+def test_scale_plan_text_lists_the_change_and_the_steps():
+    from ansible_collections.ascendops.cluster.plugins.module_utils.scale_plan import plan_scale
+
+    lines = d.scale_plan_text(plan_scale(["a", "b", "c"], remove=["b"], spares=["s"], swap=True, dead=["b"],
+                                         devices_per_node=8), "Remove b")
+    assert lines[0] == "Remove b: job of 3 node(s), world size 24 -> 24"
+    assert "Swapped: b -> spare s (takes its place)" in lines
+    assert lines[lines.index("Swapped: b -> spare s (takes its place)") + 1].startswith("Job nodes: a, s, c (8 ranks")
+    assert lines[-1] == "Step 5: start_job (nodes a, s, c, world_size 24, resume checkpoint)"
+    refused = d.scale_plan_text(plan_scale(["a"], remove=["a"]), "Remove a")
+    assert refused[1].startswith("REFUSED:") and "no node would be left in the job" in refused[-1]
