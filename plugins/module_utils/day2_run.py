@@ -35,6 +35,9 @@ def settings_release(versions, name=SETTINGS_NAME):
         value = (versions or {}).get(key)
         if value in (None, ""):
             raise Day2Error(f"{ROLE_VARS[key]} is empty: give -e target_release=<name> or set {ROLE_VARS[key]}")
+        if "{{" in str(value) or "{%" in str(value):
+            raise Day2Error(f"{ROLE_VARS[key]} is the template {value!r} (a role default read from its file), not a "
+                            f"version: give -e target_release=<name>, or set {ROLE_VARS[key]} in the inventory")
         host[key] = str(value).strip()
     host["cann_kernels"] = host["cann_toolkit"]
     host["mcu"] = None

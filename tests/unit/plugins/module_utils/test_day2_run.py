@@ -39,6 +39,11 @@ def test_settings_release_names_the_empty_setting(key):
         d.settings_release(dict(SETTINGS, **{key: ""}))
 
 
+def test_settings_release_refuses_a_templated_role_default():
+    with pytest.raises(d.Day2Error, match="npu_driver_version is the template .* give -e target_release"):
+        d.settings_release(dict(SETTINGS, driver="{{ ascend_release_manifest.host.driver }}"))
+
+
 def test_role_vars_from_a_release():
     release = load_release("910b-cann8.2.rc1", str(RELEASES))
     from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_release import expected_versions
