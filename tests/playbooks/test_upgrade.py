@@ -1,0 +1,123 @@
+"""playbooks/upgrade.yml on the controller: the plan printed in --check with nothing changed, the batch
+order, and the refusals (unhealthy or unreachable node, incompatible or unknown target), each before any
+change. The nodes' versions and health come from a stand-in for the probe (day2.py)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from .day2 import HEALTHY, OLD, ROOT, run_playbook
+
+pytestmark = pytest.mark.slow
+
+NODES = ("a2-node01", "a2-node02")
+
+def probe(installed=None, health=None, **per_node):
+    facts = {}
+    for node in NODES:
+        facts[node] = {"upgrade_installed": dict(OLD, **(installed or {})), "upgrade_health": dict(HEALTHY),
+                       "upgrade_record": {}, "upgrade_image_id": "sha256:0ld", "upgrade_job_user_stopped": False}
+        facts[node].update(per_node.get(node.replace("-", "_"), {}))
+    return facts
+
+
+def marker_play(tmp_path):
+    """A play that changes something (a marker per node) after the playbook: a refusal never reaches it."""
+    markers = tmp_path / "changed"
+    markers.mkdir(exist_ok=True)
+    return markers, [{"name": "Stand-in for a later change", "hosts": "npu_nodes", "gather_facts": False,
+                      "tasks": [{"name": "Stage | Change something", "ansible.builtin.copy": {
+                          "content": "changed\n", "dest": f"{markers}/{{{{ inventory_hostname }}}}", "mode": "0644"},
+                          "delegate_to": "localhost"}]}]
+
+
+def test_check_prints_the_plan_in_the_vendor_order_and_changes_nothing(tmp_path):
+    run = run_playbook(tmp_path, "upgrade.yml", probe(), {"target_release": "910b-cann8.2.rc1"}, check=True)
+    assert run.rc == 0, run.out
+    assert "Upgrade to release 910b-cann8.2.rc1 (upgrade_batch_size 1, max_fail_percentage 0)" in run.text
+    # One node per batch by default, in inventory order.
+    assert run.text.index("Batch 1: a2-node01") < run.text.index("Batch 2: a2-node02")
+    # The vendor's order on an installed host: firmware, then the driver with the one reboot, CANN, the image.
+    first = run.text[run.text.index("Batch 1: a2-node01"):run.text.index("Batch 2: a2-node02")]
+    order = [first.index(f"a2-node01: {step}:") for step in ("firmware", "driver", "cann", "image")]
+    assert order == sorted(order), first
+    assert "firmware: firmware 7.5.0.2.220 -> 7.7.0.1.231" in first
+    assert "driver: driver 24.1.rc1 -> 25.0.rc1.1, reboot" in first
+    assert "cann: cann_toolkit 8.0.0 -> 8.2.RC1, cann_kernels 8.0.0 -> 8.2.RC1" in first
+    # The runtime is already at the release: no step for it.
+    assert "a2-node01: runtime:" not in run.text
+    assert "Check mode: the plan above was printed and nothing changed" in run.text
+    # The later plays (stop, batches, restart) match no host in check mode; nothing changed anywhere.
+    assert "Record the versions before the upgrade" in run.text
+    assert set(run.recap_changed().values()) == {0}, run.out
+    assert "Checkpoint and stop the job" not in run.text.split("Record the versions before the upgrade")[1][:400]
+
+
+def test_batch_size_groups_the_nodes_and_resume_skips_the_upgraded_ones(tmp_path):
+    run = run_playbook(tmp_path, "upgrade.yml", probe(), {"target_release": "910b-cann8.2.rc1",
+                                                          "upgrade_batch_size": 2}, check=True)
+    assert run.rc == 0, run.out
+    assert "Batch 1: a2-node01, a2-node02" in run.text and "Batch 2" not in run.text
+
+    # A re-run after node01 was upgraded starts at node02; node01's record keeps its rollback target.
+    new = {"driver": "25.0.rc1.1", "firmware": "7.7.0.1.231", "cann_toolkit": "8.2.RC1", "cann_kernels": "8.2.RC1",
+           "docker_runtime": "6.0.0", "image": "910b-cann8.2.rc1"}
+    facts = probe(a2_node01={"upgrade_installed": new})
+    run = run_playbook(tmp_path, "upgrade.yml", facts, {"target_release": "910b-cann8.2.rc1"}, check=True)
+    assert run.rc == 0, run.out
+    assert "Already at 910b-cann8.2.rc1: a2-node01" in run.text
+    assert "Batch 1: a2-node02" in run.text and "Batch 2" not in run.text
+
+
+def test_an_unhealthy_node_refuses_the_upgrade_before_any_change(tmp_path):
+    markers, after = marker_play(tmp_path)
+    sick = {"reachable": True, "npu_health_ok": False, "links_up": True, "detail": ["NPU 3 Alarm"]}
+    run = run_playbook(tmp_path, "upgrade.yml", probe(a2_node02={"upgrade_health": sick}),
+                       {"target_release": "910b-cann8.2.rc1"}, after=after)
+    assert run.rc != 0
+    assert "Upgrade to 910b-cann8.2.rc1 refused, nothing changed" in run.text
+    assert "a2-node02: check npu_health failed" in run.text and "(NPU 3 Alarm)" in run.text
+    assert "a2-node01: check" not in run.text
+    assert sorted(p.name for p in markers.iterdir()) == []
+
+
+def test_a_node_without_probe_facts_counts_as_unreachable(tmp_path):
+    facts = probe()
+    del facts["a2-node02"]
+    run = run_playbook(tmp_path, "upgrade.yml", facts, {"target_release": "910b-cann8.2.rc1"}, check=True)
+    assert run.rc != 0
+    assert "a2-node02: check reachable failed" in run.text
+    assert "a2-node02: check versions failed" in run.text
+
+
+def test_an_incompatible_target_is_refused(tmp_path):
+    releases = tmp_path / "releases"
+    releases.mkdir()
+    (releases / "_torch_npu.yml").write_text((ROOT / "releases" / "_torch_npu.yml").read_text())
+    bad = yaml.safe_load((ROOT / "releases" / "910b-cann8.2.rc1.yml").read_text())
+    bad["name"] = "bad-pairing"
+    bad["image"]["torch"] = "2.4.0"  # torch_npu 2.6.0 is built for torch 2.6.0
+    (releases / "bad-pairing.yml").write_text(yaml.safe_dump(bad))
+    markers, after = marker_play(tmp_path)
+    run = run_playbook(tmp_path, "upgrade.yml", probe(), {"target_release": "bad-pairing",
+                                                          "upgrade_releases_dir": str(releases)}, after=after)
+    assert run.rc != 0
+    assert "Upgrade to bad-pairing refused, nothing changed" in run.text
+    assert "torch 2.4.0 does not match torch_npu 2.6.0" in run.text
+    assert sorted(p.name for p in markers.iterdir()) == []
+
+
+def test_an_unknown_target_is_refused_naming_the_known_ones(tmp_path):
+    run = run_playbook(tmp_path, "upgrade.yml", probe(), {"target_release": "910b-cann9"}, check=True)
+    assert run.rc != 0
+    assert "no release '910b-cann9'" in run.text and "910b-cann8.2.rc1" in run.text
+
+
+def test_without_a_release_the_role_settings_are_the_target_and_the_image_is_left_alone(tmp_path):
+    run = run_playbook(tmp_path, "upgrade.yml", probe(), {"cann_version": "8.2.RC1"}, check=True)
+    assert run.rc == 0, run.out
+    assert "Upgrade to release role-settings" in run.text
+    assert "a2-node01: cann: cann_toolkit 8.0.0 -> 8.2.RC1" in run.text
+    assert "a2-node01: image:" not in run.text and "a2-node01: driver:" not in run.text
+    assert "Not planned (left as they are): image" in run.text

@@ -1,0 +1,115 @@
+"""day2_run: the role-settings target, role variables, node health and the -e nodes list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ansible_collections.ascendops.cluster.plugins.filter.day2 import upgrade_plan
+from ansible_collections.ascendops.cluster.plugins.module_utils import day2_run as d
+from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_release import load_release
+from ansible_collections.ascendops.cluster.plugins.module_utils.upgrade_plan import plan_upgrade
+
+RELEASES = Path(__file__).resolve().parents[4] / "releases"
+SETTINGS = {"driver": "24.1.rc1", "firmware": "7.5.0.2.220", "cann_toolkit": "8.2.RC1", "docker_runtime": "6.0.0"}
+OLD = {"driver": "24.1.rc1", "firmware": "7.5.0.2.220", "cann_toolkit": "8.0.0", "cann_kernels": "8.0.0",
+       "docker_runtime": "6.0.0", "image": "910b-cann8.0.0"}
+HEALTHY = {"reachable": True, "npu_health_ok": True, "links_up": True}
+
+
+def test_settings_release_plans_the_settings_and_no_image():
+    release = d.settings_release(SETTINGS)
+    assert release["host"]["cann_kernels"] == "8.2.RC1" and release["host"]["mcu"] is None
+    plan = upgrade_plan(["n1"], {"n1": OLD}, {"n1": HEALTHY}, release)
+    assert plan["refused"] == []
+    steps = plan["batches"][0][0]["steps"]
+    assert [s["step"] for s in steps] == ["cann"]
+    assert any(p.startswith("image") for p in plan["not_planned"])
+
+
+def test_the_planner_alone_would_plan_an_image_for_a_settings_target():
+    # Why the filter sets the image: without it every node would get an image step it cannot carry out.
+    plan = plan_upgrade(["n1"], {"n1": OLD}, {"n1": HEALTHY}, d.settings_release(SETTINGS))
+    assert [s["step"] for s in plan["batches"][0][0]["steps"]] == ["cann", "image"]
+
+
+@pytest.mark.parametrize("key", ["driver", "firmware", "cann_toolkit", "docker_runtime"])
+def test_settings_release_names_the_empty_setting(key):
+    with pytest.raises(d.Day2Error, match=d.ROLE_VARS[key]):
+        d.settings_release(dict(SETTINGS, **{key: ""}))
+
+
+def test_settings_release_refuses_a_templated_role_default():
+    with pytest.raises(d.Day2Error, match="npu_driver_version is the template .* give -e target_release"):
+        d.settings_release(dict(SETTINGS, driver="{{ ascend_release_manifest.host.driver }}"))
+
+
+def test_role_vars_from_a_release():
+    release = load_release("910b-cann8.2.rc1", str(RELEASES))
+    from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_release import expected_versions
+
+    assert d.role_vars(expected_versions(release)) == {
+        "npu_driver_version": "25.0.rc1.1", "npu_driver_firmware_version": "7.7.0.1.231",
+        "cann_version": "8.2.RC1", "container_runtime_ascend_runtime_version": "6.0.0"}
+    assert d.role_vars({"driver": None, "cann_toolkit": "8.0.0"}) == {"cann_version": "8.0.0"}
+
+
+def test_node_health_names_what_is_wrong():
+    npu = {"npu_smi": {"available": True}, "healthy": False, "unhealthy": [{"npu_id": 3, "health": "Alarm"}]}
+    devices = [{"device_id": "0", "link": "UP"}, {"device_id": "1", "link": "DOWN"}]
+    health = d.node_health(npu, devices, 2)
+    assert health["npu_health_ok"] is False and health["links_up"] is False
+    assert health["detail"] == ["NPU 3 Alarm", "device NIC link not UP on device 1"]
+    ok = d.node_health({"npu_smi": {"available": True}, "healthy": True, "unhealthy": []},
+                       [{"device_id": "0", "link": "UP"}, {"device_id": "1", "link": "UP"}], 2)
+    assert ok == {"reachable": True, "npu_health_ok": True, "links_up": True, "detail": []}
+
+
+def test_node_health_without_npu_smi_or_nics_or_with_too_few_nics():
+    health = d.node_health({"npu_smi": {"available": False}}, [], 8)
+    assert not health["npu_health_ok"] and not health["links_up"]
+    assert "npu-smi does not answer" in health["detail"]
+    short = d.node_health({"npu_smi": {"available": True}, "healthy": True}, [{"device_id": "0", "link": "UP"}], 8)
+    assert short["npu_health_ok"] and not short["links_up"]
+    assert short["detail"] == ["1 device NICs read, 8 expected"]
+
+
+def test_node_list():
+    assert d.node_list("a, b,,c", ["a", "b", "c"]) == {"nodes": ["a", "b", "c"], "unknown": [], "problem": None}
+    assert d.node_list(["a", "x"], ["a"])["unknown"] == ["x"]
+    assert "required" in d.node_list("", ["a"])["problem"]
+    assert "more than once" in d.node_list("a,a", ["a"])["problem"]
+
+
+def test_resume_config_problem():
+    known = {"checkpoint.resume", "checkpoint.resume_universal"}
+    assert d.resume_config_problem(None, known) is None
+    assert d.resume_config_problem({"checkpoint": {"resume_universal": "always"}}, known) is None
+    lacking = d.resume_config_problem(None, {"checkpoint.resume"})
+    assert "the trainer has no checkpoint.resume_universal" in lacking and "swap=true" in lacking
+    assert "names checkpoint.bogus, which the trainer does not have" in d.resume_config_problem(
+        {"checkpoint": {"bogus": 1}}, known)
+    never = d.resume_config_problem(None, known, {"checkpoint": {"resume_universal": "never"}})
+    assert never.startswith("launch_job.config.checkpoint.resume_universal is never")
+    # scale_resume_config wins over the job's own setting for this restart.
+    assert d.resume_config_problem({"checkpoint": {"resume_universal": "auto"}}, known,
+                                   {"checkpoint": {"resume_universal": "never"}}) is None
+
+
+def test_the_default_is_refused_exactly_while_the_trainer_lacks_the_setting():
+    from ansible_collections.ascendops.cluster.plugins.module_utils.trainer_rules import TRAINER_KEYS
+
+    assert (d.resume_config_problem(None, TRAINER_KEYS) is None) == (d.RESUME_KEY in TRAINER_KEYS)
+
+
+def test_scale_plan_text_lists_the_change_and_the_steps():
+    from ansible_collections.ascendops.cluster.plugins.module_utils.scale_plan import plan_scale
+
+    lines = d.scale_plan_text(plan_scale(["a", "b", "c"], remove=["b"], spares=["s"], swap=True, dead=["b"],
+                                         devices_per_node=8), "Remove b")
+    assert lines[0] == "Remove b: job of 3 node(s), world size 24 -> 24"
+    assert "Swapped: b -> spare s (takes its place)" in lines
+    assert lines[lines.index("Swapped: b -> spare s (takes its place)") + 1].startswith("Job nodes: a, s, c (8 ranks")
+    assert lines[-1] == "Step 5: start_job (nodes a, s, c, world_size 24, resume checkpoint)"
+    refused = d.scale_plan_text(plan_scale(["a"], remove=["a"]), "Remove a")
+    assert refused[1].startswith("REFUSED:") and "no node would be left in the job" in refused[-1]
