@@ -29,6 +29,7 @@ import os
 import random
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -200,6 +201,7 @@ class ResumePlan:
     world_size: int
     zero_stage: int
     universal: bool
+    shared_fs: bool = True
 
     @property
     def load_tag(self) -> str:
@@ -221,8 +223,9 @@ def plan_resume(ckpt_dir: str | Path, tag: str, state: dict[str, Any], world_siz
     """Decide how to resume checkpoint `tag` (its trainer state `state`) with `world_size` ranks at ZeRO
     `zero_stage`: DeepSpeed's own load (same world size), or through a universal copy (another world size
     under mode auto; always under mode always). Raises ConfigError, naming the way out, where neither works:
-    another ZeRO stage, mode never at another world size, ZeRO stage 0 (no optimizer shards to convert),
-    node-local checkpoints (no node holds every rank's shards)."""
+    another ZeRO stage, mode never at another world size, ZeRO stage 0 (no optimizer shards to convert).
+    Whether the files are there is checked where they are read (UniversalConversion): with node-local
+    checkpoints (shared_fs false) every node converts its own copy and so needs every rank's shards."""
     from .config import ConfigError
 
     if mode not in UNIVERSAL_MODES:
@@ -249,14 +252,7 @@ def plan_resume(ckpt_dir: str | Path, tag: str, state: dict[str, Any], world_siz
             f"(checkpoint.resume_universal {mode}). A DeepSpeed universal checkpoint is made from ZeRO optimizer "
             f"shards, which stage {old_stage} does not write, so it cannot be resumed at another world size with its "
             f"optimizer state. Either relaunch with {old_ws} ranks, or {hint}")
-    if universal and not shared_fs:
-        raise ConfigError(
-            f"checkpoint {path} was saved by {old_ws} ranks on node-local disks (checkpoint.shared_fs false); this "
-            f"launch has {world_size} (checkpoint.resume_universal {mode}). Converting it to a DeepSpeed universal "
-            "checkpoint needs every rank's optimizer shards in one directory, which no node has. Either relaunch "
-            f"with {old_ws} ranks; or copy every node's {path} into one directory on a shared filesystem and resume "
-            f"from there with checkpoint.dir set to it and checkpoint.shared_fs true; or {hint}")
-    return ResumePlan(tag, old_ws, world_size, old_stage, universal)
+    return ResumePlan(tag, old_ws, world_size, old_stage, universal, shared_fs)
 
 
 def missing_universal_inputs(path: str | Path, world_size: int, zero_stage: int) -> list[str]:
@@ -328,7 +324,7 @@ def repair_zero3_universal_load(optimizer, universal_dir: str | Path, report: bo
         raise RuntimeError(f"universal checkpoint {universal_dir} has {len(groups)} optimizer parameter groups, "
                            f"the optimizer {len(optimizer.param_groups)}")
     changed = []
-    for i, (group, saved_group) in enumerate(zip(optimizer.param_groups, groups)):
+    for i, (group, saved_group) in enumerate(zip(optimizer.param_groups, groups, strict=True)):
         for key, value in saved_group.items():
             if key != "params" and group.get(key) != value:
                 changed.append(f"group {i} {key} {group.get(key)} -> {value}")
@@ -370,17 +366,26 @@ class UniversalConversion:
         missing = missing_universal_inputs(src, plan.saved_world_size, plan.zero_stage)
         if missing:
             shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
-            self.error = (f"checkpoint {src} (saved by {plan.saved_world_size} ranks, ZeRO stage {plan.zero_stage}) "
-                          f"cannot be converted to a DeepSpeed universal checkpoint to resume at world size "
-                          f"{plan.world_size}: it lacks {shown}. Relaunch with {plan.saved_world_size} ranks if "
-                          f"those files are on another node's disk, or {fresh_optimizer_hint(self.dir, plan.tag)}")
+            where = "" if plan.shared_fs else f" on {socket.gethostname()}"
+            local = ("" if plan.shared_fs else
+                     f" With node-local checkpoints (checkpoint.shared_fs false) every node converts its own copy and "
+                     f"needs the files of every rank: copy each node's {src} into this directory on every node of "
+                     "the new launch (or use a shared filesystem).")
+            self.error = (f"checkpoint {src}{where} (saved by {plan.saved_world_size} ranks, ZeRO stage "
+                          f"{plan.zero_stage}) cannot be converted to a DeepSpeed universal checkpoint to resume at "
+                          f"world size {plan.world_size}: it lacks {shown}.{local} Or relaunch with "
+                          f"{plan.saved_world_size} ranks, or {fresh_optimizer_hint(self.dir, plan.tag)}")
             return
         shutil.rmtree(self.tmp_root, ignore_errors=True)
-        self.tmp_root.mkdir(parents=True)
         self.tmp_out = self.tmp_root / plan.load_tag
-        with open(self.log_path, "w") as logf:
-            self.proc = subprocess.Popen(command(src, self.tmp_out), stdout=logf, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL)
+        try:
+            self.tmp_root.mkdir(parents=True)
+            with open(self.log_path, "w") as logf:
+                self.proc = subprocess.Popen(command(src, self.tmp_out), stdout=logf, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL)
+        except OSError as e:  # reported to every rank (prepare_universal) instead of leaving them waiting
+            self.converter_failed = True
+            self.error = f"could not start DeepSpeed's universal checkpoint conversion of {src}: {e}"
 
     def poll(self, timeout: float) -> bool:
         """Wait up to `timeout` seconds; True when done (finished, failed or nothing to do)."""
@@ -391,25 +396,33 @@ class UniversalConversion:
         except subprocess.TimeoutExpired:
             return False
         self.proc = None
-        if rc != 0:
-            self.converter_failed = True
-            tail = self.log_path.read_text(errors="replace").strip().splitlines()[-8:]
-            self.error = (f"DeepSpeed's universal checkpoint conversion of {self.dir / self.plan.tag} failed (exit "
-                          f"{rc}; its output: {self.log_path}):\n  " + "\n  ".join(tail) + "\nRelaunch with "
-                          f"{self.plan.saved_world_size} ranks to resume it as it is, or "
-                          + fresh_optimizer_hint(self.dir, self.plan.tag))
+        if rc == 0:
+            try:
+                self._finish()
+            except OSError as e:
+                self.converter_failed = True
+                self.error = f"could not finish the universal copy {self.final}: {e}"
             return True
-        self._finish()
+        self.converter_failed = True
+        tail = self.log_path.read_text(errors="replace").strip().splitlines()[-8:]
+        self.error = (f"DeepSpeed's universal checkpoint conversion of {self.dir / self.plan.tag} failed (exit "
+                      f"{rc}; its output: {self.log_path}):\n  " + "\n  ".join(tail) + "\nRelaunch with "
+                      f"{self.plan.saved_world_size} ranks to resume it as it is, or "
+                      + fresh_optimizer_hint(self.dir, self.plan.tag))
         return True
 
     def _finish(self) -> None:
         """Mark the copy with its source, make it durable, rename it into place, point latest_universal at it."""
-        import deepspeed
+        from importlib.metadata import PackageNotFoundError, version
 
+        try:
+            ds_version = version("deepspeed")
+        except PackageNotFoundError:
+            ds_version = None
         src_state = self.dir / self.plan.tag / TRAINER_STATE
         info = {"source": self.plan.tag, "source_state_mtime_ns": src_state.stat().st_mtime_ns,
                 "checkpoint_world_size": self.plan.saved_world_size, "zero_stage": self.plan.zero_stage,
-                "deepspeed": deepspeed.__version__, "converted_at": time.time(),
+                "deepspeed": ds_version, "converted_at": time.time(),
                 "seconds": round(time.monotonic() - self.started, 1)}
         (self.tmp_out / UNIVERSAL_INFO).write_text(json.dumps(info, indent=1))
         fsync_tree(self.tmp_out)
@@ -496,27 +509,31 @@ class CheckpointManager:
         plan = plan_resume(self.dir, tag, state, self.ctx.world_size, zero_stage, mode, self.shared_fs)
         return plan, state
 
-    def prepare_universal(self, plan: ResumePlan, poll_s: float = 5.0) -> bool:
-        """Collective: make sure the universal copy of plan.tag exists (rank 0 converts it, once; a current
-        copy is reused). Returns True when it was converted now. Raises ConfigError naming the way out when it
-        cannot be converted, RuntimeError when DeepSpeed's converter failed."""
+    def prepare_universal(self, plan: ResumePlan, poll_s: float = 5.0, command=converter_command) -> bool:
+        """Collective: make sure the universal copy of plan.tag exists. The writer of each filesystem converts
+        it, once (rank 0 on a shared filesystem; each node's local rank 0 with node-local checkpoints); a
+        current copy is reused. Returns True when it was converted now (on the main rank's filesystem). Raises
+        ConfigError naming the way out when it cannot be converted, RuntimeError when DeepSpeed's converter
+        failed."""
         from .config import ConfigError
-        from .parallel import all_agree_flag, broadcast_object
+        from .parallel import all_agree_flag, all_gather_object
 
-        job = UniversalConversion(self.dir, plan) if self.ctx.is_main else None
-        if job is not None and job.proc is not None:
+        job = UniversalConversion(self.dir, plan, command) if self.is_writer else None
+        if job is not None and job.proc is not None and self.ctx.launch.is_node_main:
             log.info("converting %s (world size %d) to a DeepSpeed universal checkpoint %s for world size %d "
                      "(output: %s)", plan.tag, plan.saved_world_size, job.final, plan.world_size, job.log_path)
-        # SYNC (host): every other rank waits here while rank 0 converts, which can take many minutes for a large
-        # model (it reads every rank's optimizer shard). Rank 0 waits for its child process poll_s at a time and
-        # joins a gloo all-reduce of one flag in between, so no single collective waits longer than about
-        # poll_s (well inside parallel.dist_timeout_s); the loop ends when rank 0's flag says done.
-        while not all_agree_flag(job.poll(poll_s) if job is not None else False, self.ctx):
+        # SYNC (host): every other rank waits here while the writers convert, which can take many minutes for a
+        # large model (each reads every rank's optimizer shard). A writer waits for its child process poll_s at a
+        # time and joins a gloo all-reduce of one flag ("still converting") in between, so no single collective
+        # waits much longer than poll_s (well inside parallel.dist_timeout_s); the loop ends when no rank is busy.
+        while all_agree_flag(not job.poll(poll_s) if job is not None else False, self.ctx):
             pass
-        error, converter_failed, reused = broadcast_object(
-            (job.error, job.converter_failed, job.reused) if job is not None else None, self.ctx)
-        if error:
-            raise (RuntimeError if converter_failed else ConfigError)(error)
+        results = all_gather_object((job.error, job.converter_failed, job.reused) if job is not None else None,
+                                    self.ctx)
+        for result in results:
+            if result is not None and result[0]:
+                raise (RuntimeError if result[1] else ConfigError)(result[0])
+        reused = results[0][2]
         if self.ctx.is_main:
             log.info("%s universal checkpoint %s", "reusing the" if reused else "converted to the",
                      self.dir / plan.load_tag)
