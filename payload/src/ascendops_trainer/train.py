@@ -282,7 +282,8 @@ class Trainer:
         micro = cfg.train.micro_batch_size
         try:
             self.loader = DistributedLoader(self.dataset, self.seq_len, micro, ctx.rank, ctx.world_size,
-                                            cfg.train.seed, cfg.data.shuffle, positions=self.packed)
+                                            cfg.train.seed, cfg.data.shuffle, positions=self.packed,
+                                            global_batch=cfg.train.global_batch_size)
             self.val = TokenDataset(cfg.data.path, split="val") if cfg.train.eval_interval else None
             if self.val is not None:
                 if self.val.num_tokens == 0:
