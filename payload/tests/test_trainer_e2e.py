@@ -313,17 +313,21 @@ def test_tied_embeddings_train_count_once_and_export_without_lm_head(prepared, s
 
 
 def test_resume_with_another_world_size_is_refused_clearly(prepared, straight_run, tmp_path):
+    """With checkpoint.resume_universal never (auto converts: test_resume_world_size.py)."""
     import shutil
 
     ckpt = tmp_path / "checkpoints"
     shutil.copytree(straight_run / "checkpoints", ckpt)
     proc = subprocess.run(
         [sys.executable, "-m", "ascendops_trainer", *train_args(prepared["data"], tmp_path / "run",
-                                                              "--checkpoint.dir", str(ckpt))],
+                                                              "--checkpoint.dir", str(ckpt),
+                                                              "--resume-universal", "never")],
         env=subprocess_env(), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert (f"ascendops-train: config error: checkpoint {ckpt}/step_{STEPS:08d} was saved by 2 ranks, this launch "
             "has 1.") in proc.stderr
+    assert "checkpoint.resume_universal is never" in proc.stderr
+    assert not list(ckpt.glob("*_universal")) and not (ckpt / ".tmp-universal").exists()  # nothing converted
     assert "ascendops-train export --checkpoint-dir" in proc.stderr and "--model.hf_dir" in proc.stderr
     assert "Traceback" not in proc.stderr
 

@@ -516,9 +516,9 @@ def test_validation_split_is_checked_before_the_model_is_built(prepared, tmp_pat
                             "metrics.tensorboard": "false"})
         with pytest.raises(ConfigError, match="train.eval_interval is set but .* has no validation split"):
             train(cfg)
-        # the training data too: fewer samples than one micro-step
+        # the training data too: fewer samples than one optimizer step
         cfg = build_config({"data.path": str(d), "run_dir": str(tmp_path / "run"), "data.seq_len": "1000000"})
-        with pytest.raises(ConfigError, match="fewer than one micro-step needs"):
+        with pytest.raises(ConfigError, match=r"fewer than one optimizer step needs \(train.global_batch_size\)"):
             train(cfg)
     finally:
         shutdown()

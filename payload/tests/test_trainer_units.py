@@ -385,6 +385,34 @@ def test_loader_position_resumes_exactly(prepared):
         DistributedLoader(ds, 32, 2, 1, 2, seed=3).load_state_dict(state)
 
 
+def test_loader_gives_each_optimizer_step_the_same_samples_at_any_world_size(prepared):
+    """With the global batch given, an epoch ends only between optimizer steps: 1, 2 or 3 ranks (6, 3, 2
+    micro-steps of 2) serve the same samples per optimizer step, across epoch ends too (a resume on more
+    or fewer ranks continues the data exactly). The micro-step rule alone would not: n is no multiple of 12."""
+    from ascendops_trainer.data import DistributedLoader, TokenDataset
+
+    ds = TokenDataset(prepared["data"])
+
+    def steps(ranks: int, count: int) -> list[list[int]]:
+        loaders = [DistributedLoader(ds, 64, 2, r, ranks, seed=7, global_batch=12) for r in range(ranks)]
+        out = []
+        for _ in range(count):
+            ids: list[int] = []
+            for _ in range(12 // (2 * ranks)):
+                ids += [int(i) for ld in loaders for i in ld.next_indices()]
+            out.append(sorted(ids))
+        assert len({ld.state.epoch for ld in loaders}) == 1 and loaders[0].state.epoch >= 1  # crossed an epoch end
+        return out
+
+    n = DistributedLoader(ds, 64, 2, 0, 1, seed=7).n
+    assert n % 12 and n % 12 >= 2  # the tail a micro-step rule would still serve on fewer ranks
+    count = n // 12 + 3
+    one = steps(1, count)
+    assert one == steps(2, count) == steps(3, count)
+    with pytest.raises(ValueError, match="fewer than one optimizer step needs"):
+        DistributedLoader(ds, 64, 2, 0, 1, seed=7, global_batch=n + 1)
+
+
 # ---------------------------------------------------------------- checkpoints
 
 

@@ -9,6 +9,16 @@ A save writes everything into the .tmp- directory, fsyncs every file, renames th
 final name (atomic on one filesystem), fsyncs the parent, and only then replaces `latest` (written
 to a temp file, fsynced, os.replace). A crash at any point leaves the previous checkpoint and the
 pointer to it intact. The newest `checkpoint.keep` checkpoints are kept.
+
+Resuming at another world size (nodes added or removed): a ZeRO checkpoint's optimizer state is
+sharded per rank, so DeepSpeed cannot load it into another number of ranks. `plan_resume` decides
+(checkpoint.resume_universal auto|always|never); when needed, rank 0 converts the checkpoint once
+into DeepSpeed's universal format next to it (deepspeed.checkpoint.ds_to_universal, in a child
+process) and every rank loads that with `"checkpoint": {"load_universal": true}`:
+  step_00000100_universal/   the universal copy (zero/<param>/{fp32,exp_avg,exp_avg_sq}.pt, the
+                             model-states files, ascendops_universal.json: what it was made from)
+  latest_universal           DeepSpeed's pointer to it
+  .tmp-universal/            a conversion in progress; never read, removed at the next start
 """
 
 from __future__ import annotations
@@ -19,10 +29,17 @@ import os
 import random
 import re
 import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .config_rules import RESUME_UNIVERSAL
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +48,13 @@ TMP_PREFIX = ".tmp-"
 LATEST = "latest"
 TRAINER_STATE = "trainer_state.json"
 HF_CONFIG = "hf_config.json"
+UNIVERSAL_SUFFIX = "_universal"  # DeepSpeed's name for a universal copy of a checkpoint tag
+UNIVERSAL_RE = re.compile(r"^(step_\d{8})" + UNIVERSAL_SUFFIX + "$")
+LATEST_UNIVERSAL = "latest_universal"  # what ds_to_universal writes; DeepSpeed reads it when no tag is given
+UNIVERSAL_INFO = "ascendops_universal.json"  # in the universal copy: the checkpoint it was made from
+UNIVERSAL_TMP = TMP_PREFIX + "universal"
+UNIVERSAL_MODES = RESUME_UNIVERSAL
+UNIVERSAL_STAGES = (1, 2, 3)  # ds_to_universal reads ZeRO optimizer shards: stage 0 has none
 
 
 def tag_for(step: int) -> str:
@@ -124,13 +148,23 @@ def resolve_resume_tag(ckpt_dir: str | Path) -> str | None:
 
 
 def prune(ckpt_dir: str | Path, keep: int, protect: str) -> list[str]:
-    """Remove all but the newest `keep` complete checkpoints (never `protect`)."""
+    """Remove all but the newest `keep` complete checkpoints (never `protect`), and the universal
+    copies of checkpoints that are gone."""
     done = complete_checkpoints(ckpt_dir)
     removed = []
     for p in done[:-keep] if keep > 0 else done:
         if p.name != protect:
             shutil.rmtree(p, ignore_errors=True)
             removed.append(p.name)
+    d = Path(ckpt_dir)
+    for p in sorted(d.iterdir()) if d.is_dir() else []:
+        m = UNIVERSAL_RE.match(p.name)
+        if m and p.is_dir() and not is_complete(d / m.group(1)):
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p.name)
+            latest = d / LATEST_UNIVERSAL
+            if latest.is_file() and latest.read_text().strip() == p.name:
+                latest.unlink()
     return removed
 
 
@@ -141,6 +175,263 @@ def clean_stale(ckpt_dir: str | Path) -> None:
         for p in d.iterdir():
             if p.name.startswith(TMP_PREFIX) or p.name.startswith(".old-"):
                 shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------- resume at another world size
+
+
+def fresh_optimizer_hint(ckpt_dir: str | Path, tag: str) -> str:
+    """The way out when a checkpoint's optimizer state cannot be resumed: its weights, through export."""
+    return (f"continue from its weights with a fresh optimizer: `ascendops-train export --checkpoint-dir {ckpt_dir} "
+            f"--tag {tag} --out DIR --dtype fp32`, then train with --model.hf_dir DIR and a new checkpoint.dir (the "
+            "LR schedule, optimizer moments and data position start over)")
+
+
+def universal_tag(tag: str) -> str:
+    return tag + UNIVERSAL_SUFFIX
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    """How a checkpoint is resumed: `tag` (its trainer_state.json: step, data position), loaded by
+    DeepSpeed from `load_tag`: the checkpoint itself, or its universal copy (`universal`)."""
+
+    tag: str
+    saved_world_size: int
+    world_size: int
+    zero_stage: int
+    universal: bool
+    shared_fs: bool = True
+
+    @property
+    def load_tag(self) -> str:
+        return universal_tag(self.tag) if self.universal else self.tag
+
+    def line(self) -> str:
+        how = "universal" if self.universal else "its own ZeRO shards"
+        return (f"resumed at world size {self.world_size} from a checkpoint of world size {self.saved_world_size} "
+                f"({how})")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"tag": self.tag, "loaded": self.load_tag, "world_size": self.world_size,
+                "checkpoint_world_size": self.saved_world_size, "zero_stage": self.zero_stage,
+                "universal": self.universal}
+
+
+def plan_resume(ckpt_dir: str | Path, tag: str, state: dict[str, Any], world_size: int, zero_stage: int,
+                mode: str = "auto", shared_fs: bool = True) -> ResumePlan:
+    """Decide how to resume checkpoint `tag` (its trainer state `state`) with `world_size` ranks at ZeRO
+    `zero_stage`: DeepSpeed's own load (same world size), or through a universal copy (another world size
+    under mode auto; always under mode always). Raises ConfigError, naming the way out, where neither works:
+    another ZeRO stage, mode never at another world size, ZeRO stage 0 (no optimizer shards to convert).
+    Whether the files are there is checked where they are read (UniversalConversion): with node-local
+    checkpoints (shared_fs false) every node converts its own copy and so needs every rank's shards."""
+    from .config import ConfigError
+
+    if mode not in UNIVERSAL_MODES:
+        raise ConfigError(f"checkpoint.resume_universal must be one of {', '.join(UNIVERSAL_MODES)}, got '{mode}'")
+    path = Path(ckpt_dir) / tag
+    old_ws = int(state.get("world_size") or world_size)
+    old_stage = int(state["zero_stage"]) if state.get("zero_stage") is not None else zero_stage
+    hint = fresh_optimizer_hint(ckpt_dir, tag)
+    if old_stage != zero_stage:
+        raise ConfigError(
+            f"checkpoint {path} was saved with ZeRO stage {old_stage}, this run uses stage {zero_stage}. Its "
+            f"optimizer state is sharded for its own stage. Either relaunch with parallel.zero_stage={old_stage} "
+            f"(or auto, which keeps it), or {hint}")
+    universal = mode == "always" or (mode == "auto" and old_ws != world_size)
+    if not universal and old_ws != world_size:
+        raise ConfigError(
+            f"checkpoint {path} was saved by {old_ws} ranks, this launch has {world_size}. Its optimizer state is "
+            f"sharded per rank and checkpoint.resume_universal is never, so it is not re-sharded. Either relaunch "
+            f"with {old_ws} ranks, set checkpoint.resume_universal auto (a DeepSpeed universal checkpoint keeps the "
+            f"optimizer state across world sizes), or {hint}")
+    if universal and old_stage not in UNIVERSAL_STAGES:
+        raise ConfigError(
+            f"checkpoint {path} was saved by {old_ws} ranks with ZeRO stage {old_stage}, this launch has {world_size} "
+            f"(checkpoint.resume_universal {mode}). A DeepSpeed universal checkpoint is made from ZeRO optimizer "
+            f"shards, which stage {old_stage} does not write, so it cannot be resumed at another world size with its "
+            f"optimizer state. Either relaunch with {old_ws} ranks, or {hint}")
+    return ResumePlan(tag, old_ws, world_size, old_stage, universal, shared_fs)
+
+
+def missing_universal_inputs(path: str | Path, world_size: int, zero_stage: int) -> list[str]:
+    """The files of checkpoint `path` (saved by `world_size` ranks at ZeRO `zero_stage`) that the universal
+    conversion needs and that are not there: every rank's optimizer shard (bf16_ prefixed or not) and the
+    model states (ZeRO-3: one per rank; else mp_rank_00's)."""
+    p = Path(path)
+    names = {f.name for f in p.iterdir()} if p.is_dir() else set()
+    missing = []
+    for r in range(world_size):
+        optim = f"zero_pp_rank_{r}_mp_rank_00_optim_states.pt"
+        if optim not in names and "bf16_" + optim not in names:
+            missing.append(optim)
+        if zero_stage == 3 and f"zero_pp_rank_{r}_mp_rank_00_model_states.pt" not in names:
+            missing.append(f"zero_pp_rank_{r}_mp_rank_00_model_states.pt")
+    if zero_stage < 3 and "mp_rank_00_model_states.pt" not in names:
+        missing.append("mp_rank_00_model_states.pt")
+    return missing
+
+
+def universal_is_current(ckpt_dir: str | Path, tag: str) -> bool:
+    """A complete universal copy of `tag` exists and was made from this very save of it: its info file
+    names the tag and the mtime of the checkpoint's trainer_state.json (a checkpoint saved again at the
+    same step, e.g. by a re-run, gets a new one, so its old copy is stale)."""
+    d = Path(ckpt_dir)
+    info = d / universal_tag(tag) / UNIVERSAL_INFO
+    try:
+        meta = json.loads(info.read_text())
+        return (meta.get("source") == tag and (d / universal_tag(tag) / "zero").is_dir()
+                and meta.get("source_state_mtime_ns") == (d / tag / TRAINER_STATE).stat().st_mtime_ns)
+    except (OSError, ValueError):
+        return False
+
+
+def converter_workers(cpus: int | None = None) -> tuple[int, int]:
+    """(extract, merge) worker processes of ds_to_universal: DeepSpeed's defaults (4, 2) on a big host,
+    fewer on a small one. Each extract worker holds one rank's optimizer shard in memory, each merge worker
+    one parameter's full fp32 state."""
+    cpus = cpus or os.cpu_count() or 1
+    return max(1, min(4, cpus // 4)), max(1, min(2, cpus // 8))
+
+
+def converter_command(src: str | Path, out: str | Path, cpus: int | None = None) -> list[str]:
+    """DeepSpeed's `python -m deepspeed.checkpoint.ds_to_universal` (its main and argument parser; `-c` avoids
+    runpy's warning about the module being imported twice). --inject_missing_state: DeepSpeed writes the
+    universal_checkpoint_info a ZeRO-1/2 conversion asserts only for models that set it (Megatron); ours
+    has no tensor or pipeline parallelism, which is what the injected default describes."""
+    extract, merge = converter_workers(cpus)
+    return [sys.executable, "-c", "from deepspeed.checkpoint.ds_to_universal import main, parse_arguments; "
+            "main(parse_arguments())", "--input_folder", str(src), "--output_folder", str(out),
+            "--num_extract_workers", str(extract), "--num_merge_workers", str(merge), "--inject_missing_state"]
+
+
+def repair_zero3_universal_load(optimizer, universal_dir: str | Path, report: bool = True) -> list[str]:
+    """Undo two slips of DeepSpeed 0.19's ZeRO-3 universal load (stage3.py,
+    load_hp_checkpoint_state_from_checkpoint_dir_stage3; its ZeRO-1/2 load has neither) on the wrapped
+    torch optimizer, so the run continues as it would have without the world-size change:
+    - it copies the FIRST parameter group's hyperparameters onto every group. Ours are [decayed matrices,
+      norms without decay]: the norms would silently get weight decay. Each group gets its saved ones back
+      (the universal copy's zero/optimizer_state.pt keeps them all).
+    - it hands every group the SAME `step` tensor, which torch's Adam(W) increments in place once per group
+      and step: the bias correction would count N steps per step with N groups. Each group gets its own.
+    Returns what it changed (for the log and the tests)."""
+    import torch
+
+    saved = torch.load(Path(universal_dir) / "zero" / "optimizer_state.pt", map_location="cpu", weights_only=False)
+    groups = saved.get("optimizer_state_dict", saved).get("param_groups", [])
+    if len(groups) != len(optimizer.param_groups):
+        raise RuntimeError(f"universal checkpoint {universal_dir} has {len(groups)} optimizer parameter groups, "
+                           f"the optimizer {len(optimizer.param_groups)}")
+    changed = []
+    for i, (group, saved_group) in enumerate(zip(optimizer.param_groups, groups, strict=True)):
+        for key, value in saved_group.items():
+            if key != "params" and group.get(key) != value:
+                changed.append(f"group {i} {key} {group.get(key)} -> {value}")
+                group[key] = value
+    seen: set[int] = set()
+    for i, st in enumerate(optimizer.state.values()):
+        step = st.get("step")
+        if torch.is_tensor(step):
+            if id(step) in seen:
+                st["step"] = step.clone()
+                changed.append(f"state {i} step: own tensor")
+            seen.add(id(st["step"]))
+    if changed and report:
+        log.info("ZeRO-3 universal load repaired (DeepSpeed had given every parameter group the first one's "
+                 "hyperparameters and one shared step counter): %s", "; ".join(changed))
+    return changed
+
+
+class UniversalConversion:
+    """Rank 0's conversion of checkpoint `tag` into `<tag>_universal` (idempotent, crash-safe), run as a
+    child process so that rank 0 keeps answering the other ranks while it runs (CheckpointManager.
+    prepare_universal). Into .tmp-universal/<tag>_universal first; renamed into place when complete;
+    then latest_universal. `error` is set (a message naming the way out) when it cannot be done."""
+
+    def __init__(self, ckpt_dir: str | Path, plan: ResumePlan, command=converter_command):
+        self.dir, self.plan = Path(ckpt_dir), plan
+        self.final = self.dir / plan.load_tag
+        self.tmp_root = self.dir / UNIVERSAL_TMP
+        self.log_path = self.tmp_root / "convert.log"
+        self.error: str | None = None
+        self.converter_failed = False  # error came from DeepSpeed's converter (else: a checkpoint it cannot take)
+        self.reused = False
+        self.proc: subprocess.Popen | None = None
+        self.started = time.monotonic()
+        src = self.dir / plan.tag
+        if universal_is_current(self.dir, plan.tag):
+            self.reused = True
+            return
+        missing = missing_universal_inputs(src, plan.saved_world_size, plan.zero_stage)
+        if missing:
+            shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
+            where = "" if plan.shared_fs else f" on {socket.gethostname()}"
+            local = ("" if plan.shared_fs else
+                     f" With node-local checkpoints (checkpoint.shared_fs false) every node converts its own copy and "
+                     f"needs the files of every rank: copy each node's {src} into this directory on every node of "
+                     "the new launch (or use a shared filesystem).")
+            self.error = (f"checkpoint {src}{where} (saved by {plan.saved_world_size} ranks, ZeRO stage "
+                          f"{plan.zero_stage}) cannot be converted to a DeepSpeed universal checkpoint to resume at "
+                          f"world size {plan.world_size}: it lacks {shown}.{local} Or relaunch with "
+                          f"{plan.saved_world_size} ranks, or {fresh_optimizer_hint(self.dir, plan.tag)}")
+            return
+        shutil.rmtree(self.tmp_root, ignore_errors=True)
+        self.tmp_out = self.tmp_root / plan.load_tag
+        try:
+            self.tmp_root.mkdir(parents=True)
+            with open(self.log_path, "w") as logf:
+                self.proc = subprocess.Popen(command(src, self.tmp_out), stdout=logf, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL)
+        except OSError as e:  # reported to every rank (prepare_universal) instead of leaving them waiting
+            self.converter_failed = True
+            self.error = f"could not start DeepSpeed's universal checkpoint conversion of {src}: {e}"
+
+    def poll(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds; True when done (finished, failed or nothing to do)."""
+        if self.proc is None:
+            return True
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        self.proc = None
+        if rc == 0:
+            try:
+                self._finish()
+            except OSError as e:
+                self.converter_failed = True
+                self.error = f"could not finish the universal copy {self.final}: {e}"
+            return True
+        self.converter_failed = True
+        tail = self.log_path.read_text(errors="replace").strip().splitlines()[-8:]
+        self.error = (f"DeepSpeed's universal checkpoint conversion of {self.dir / self.plan.tag} failed (exit "
+                      f"{rc}; its output: {self.log_path}):\n  " + "\n  ".join(tail) + "\nRelaunch with "
+                      f"{self.plan.saved_world_size} ranks to resume it as it is, or "
+                      + fresh_optimizer_hint(self.dir, self.plan.tag))
+        return True
+
+    def _finish(self) -> None:
+        """Mark the copy with its source, make it durable, rename it into place, point latest_universal at it."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            ds_version = version("deepspeed")
+        except PackageNotFoundError:
+            ds_version = None
+        src_state = self.dir / self.plan.tag / TRAINER_STATE
+        info = {"source": self.plan.tag, "source_state_mtime_ns": src_state.stat().st_mtime_ns,
+                "checkpoint_world_size": self.plan.saved_world_size, "zero_stage": self.plan.zero_stage,
+                "deepspeed": ds_version, "converted_at": time.time(),
+                "seconds": round(time.monotonic() - self.started, 1)}
+        (self.tmp_out / UNIVERSAL_INFO).write_text(json.dumps(info, indent=1))
+        fsync_tree(self.tmp_out)
+        if self.final.exists():  # a stale copy (the checkpoint was saved again since)
+            shutil.rmtree(self.final)
+        os.rename(self.tmp_out, self.final)
+        fsync_dir(self.dir)
+        write_atomic(self.dir / LATEST_UNIVERSAL, self.final.name)
+        shutil.rmtree(self.tmp_root, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- manager
@@ -211,46 +502,66 @@ class CheckpointManager:
         state = json.loads((self.dir / tag / TRAINER_STATE).read_text())
         return int(state["zero_stage"]) if state.get("zero_stage") is not None else None
 
-    def check_compatible(self, tag: str, zero_stage: int) -> dict[str, Any]:
-        """Refuse, before DeepSpeed reads any shard, a checkpoint saved by another world size or ZeRO
-        stage (DeepSpeed would fail deep inside with a shape or file error). Returns its trainer state."""
-        from .config import ConfigError
-
+    def plan(self, tag: str, zero_stage: int, mode: str = "auto") -> tuple[ResumePlan, dict[str, Any]]:
+        """How to resume `tag` at this launch's world size (plan_resume), decided before DeepSpeed reads any
+        shard (it would fail deep inside with a shape or file error). Returns (plan, its trainer state)."""
         state = json.loads((self.dir / tag / TRAINER_STATE).read_text())
-        old_ws, new_ws = int(state.get("world_size", self.ctx.world_size)), self.ctx.world_size
-        old_stage = int(state.get("zero_stage", zero_stage))
-        if old_ws != new_ws or old_stage != zero_stage:
-            what = (f"{old_ws} ranks, this launch has {new_ws}" if old_ws != new_ws
-                    else f"ZeRO stage {old_stage}, this run uses stage {zero_stage}")
-            raise ConfigError(
-                f"checkpoint {self.dir / tag} was saved by {what}. Its optimizer state is sharded per rank and is "
-                f"not re-sharded on resume. Either relaunch with {old_ws} ranks and parallel.zero_stage={old_stage}, "
-                f"or continue from its weights with a fresh optimizer: `ascendops-train export --checkpoint-dir "
-                f"{self.dir} --tag {tag} --out DIR --dtype fp32`, then train with --model.hf_dir DIR and a new "
-                "checkpoint.dir (the LR schedule, optimizer moments and data position start over)")
-        return state
+        plan = plan_resume(self.dir, tag, state, self.ctx.world_size, zero_stage, mode, self.shared_fs)
+        return plan, state
 
-    def load(self, engine, tag: str | None = None) -> tuple[str, dict[str, Any]] | None:
-        """Load a checkpoint (default: the newest) into the engine; restores this rank's RNG.
-        Returns (tag, trainer_state)."""
+    def prepare_universal(self, plan: ResumePlan, poll_s: float = 5.0, command=converter_command) -> bool:
+        """Collective: make sure the universal copy of plan.tag exists. The writer of each filesystem converts
+        it, once (rank 0 on a shared filesystem; each node's local rank 0 with node-local checkpoints); a
+        current copy is reused. Returns True when it was converted now (on the main rank's filesystem). Raises
+        ConfigError naming the way out when it cannot be converted, RuntimeError when DeepSpeed's converter
+        failed."""
+        from .config import ConfigError
+        from .parallel import all_agree_flag, all_gather_object
+
+        job = UniversalConversion(self.dir, plan, command) if self.is_writer else None
+        if job is not None and job.proc is not None and self.ctx.launch.is_node_main:
+            log.info("converting %s (world size %d) to a DeepSpeed universal checkpoint %s for world size %d "
+                     "(output: %s)", plan.tag, plan.saved_world_size, job.final, plan.world_size, job.log_path)
+        # SYNC (host): every other rank waits here while the writers convert, which can take many minutes for a
+        # large model (each reads every rank's optimizer shard). A writer waits for its child process poll_s at a
+        # time and joins a gloo all-reduce of one flag ("still converting") in between, so no single collective
+        # waits much longer than poll_s (well inside parallel.dist_timeout_s); the loop ends when no rank is busy.
+        while all_agree_flag(not job.poll(poll_s) if job is not None else False, self.ctx):
+            pass
+        results = all_gather_object((job.error, job.converter_failed, job.reused) if job is not None else None,
+                                    self.ctx)
+        for result in results:
+            if result is not None and result[0]:
+                raise (RuntimeError if result[1] else ConfigError)(result[0])
+        reused = results[0][2]
+        if self.ctx.is_main:
+            log.info("%s universal checkpoint %s", "reusing the" if reused else "converted to the",
+                     self.dir / plan.load_tag)
+        return not reused
+
+    def load(self, engine, plan: ResumePlan) -> dict[str, Any]:
+        """Load a checkpoint as planned into the engine (its universal copy when plan.universal: the engine was
+        built with "checkpoint": {"load_universal": true}); restores this rank's RNG when the world size is the
+        one it was saved with. Returns the trainer state."""
         import torch
 
-        tag = tag or self.resume_tag()
-        if tag is None:
-            return None
-        self.check_compatible(tag, engine.zero_optimization_stage())
-        path, _ = engine.load_checkpoint(str(self.dir), tag=tag, load_optimizer_states=True,
+        path, _ = engine.load_checkpoint(str(self.dir), tag=plan.load_tag, load_optimizer_states=True,
                                          load_lr_scheduler_states=True)
         if path is None:
-            raise RuntimeError(f"DeepSpeed could not load checkpoint {self.dir / tag}")
-        state = json.loads((self.dir / tag / TRAINER_STATE).read_text())
-        rng_path = self.dir / tag / rng_file(self.ctx.rank)
-        if rng_path.is_file():
+            raise RuntimeError(f"DeepSpeed could not load checkpoint {self.dir / plan.load_tag}")
+        if plan.universal and engine.zero_optimization_stage() == 3:
+            repair_zero3_universal_load(engine.optimizer.optimizer, self.dir / plan.load_tag, self.ctx.is_main)
+        state = json.loads((self.dir / plan.tag / TRAINER_STATE).read_text())
+        rng_path = self.dir / plan.tag / rng_file(self.ctx.rank)
+        if plan.saved_world_size != plan.world_size:
+            if self.ctx.is_main:  # the data order does not depend on them (data.py), nor does the model (no dropout)
+                log.info("world size changed: the per-rank RNG states of %s are not restored", plan.tag)
+        elif rng_path.is_file():
             restore_rng_state(torch.load(rng_path, weights_only=False), self.ctx.device_type)
         else:
-            log.warning("no RNG state for rank %d in %s (world size changed?)", self.ctx.rank, tag)
+            log.warning("no RNG state for rank %d in %s", self.ctx.rank, plan.tag)
         self.last_saved_step = int(state["step"])
-        return tag, state
+        return state
 
 
 # ---------------------------------------------------------------- export

@@ -106,6 +106,10 @@ class CheckpointConfig:
     grace_period_s: float = 0.0
     keep: int = 3  # keep the newest K checkpoints
     resume: bool = True  # resume from <dir>/latest when present
+    # resuming at another world size (nodes added or removed): auto = convert the checkpoint to a DeepSpeed
+    # universal checkpoint when the world size changed, keeping the optimizer state; always = also at the same
+    # world size; never = refuse another world size
+    resume_universal: str = "auto"
     shared_fs: bool = True  # checkpoint dir is one shared filesystem; False = node-local disks
     export_dir: str | None = None  # write a Hugging Face model directory here at the end of training
 
@@ -169,6 +173,7 @@ ALIASES: dict[str, str] = {
     "log-interval": "metrics.log_interval",
     "export-dir": "checkpoint.export_dir",
     "eval-interval": "train.eval_interval",
+    "resume-universal": "checkpoint.resume_universal",
 }
 
 

@@ -23,6 +23,7 @@ BENCH_MODES = ("both", "deepspeed", "torch", "switches")
 ATTN_IMPLEMENTATIONS = ("auto", "sdpa", "eager", "flash_attention_2")
 GRAD_ACCUM_DTYPES = ("fp32", "bf16")
 ZERO_STAGES = ("auto", "0", "1", "2", "3")
+RESUME_UNIVERSAL = ("auto", "always", "never")
 
 # Job-level defaults that come with a model preset (applied before the config file and the flags).
 PRESET_JOB_DEFAULTS = {
@@ -50,6 +51,7 @@ CHOICES = {
     "train.grad_accum_dtype": GRAD_ACCUM_DTYPES,
     "parallel.device": DEVICES,
     "bench.mode": BENCH_MODES,
+    "checkpoint.resume_universal": RESUME_UNIVERSAL,
 }
 
 # Numeric settings and their lowest value (what 0 means, where it means something).

@@ -432,15 +432,21 @@ class DistributedLoader:
     """Endless iterator of [micro_batch, seq_len + 1] int64 batches for one data-parallel rank."""
 
     def __init__(self, dataset: TokenDataset, seq_len: int, micro_batch: int, dp_rank: int, dp_size: int,
-                 seed: int, shuffle: bool = True, positions: bool = False):
+                 seed: int, shuffle: bool = True, positions: bool = False, global_batch: int | None = None):
+        """global_batch: samples per optimizer step over all ranks. An epoch then ends only between optimizer
+        steps, when fewer samples than one step are left: the sequence of samples each optimizer step gets
+        is the same at every world size (a resume on more or fewer ranks continues it exactly). Without it
+        (evaluation), an epoch ends when fewer than one micro-step's samples are left."""
         self.ds, self.seq_len, self.micro, self.rank, self.world = dataset, seq_len, micro_batch, dp_rank, dp_size
         self.shuffle, self.with_positions = shuffle, positions
         self.n = dataset.num_samples(seq_len)
         self.per_step = micro_batch * dp_size
-        if self.n < self.per_step:
+        self.per_optimizer_step = global_batch or self.per_step
+        if self.n < self.per_optimizer_step:
+            what = ("one optimizer step needs (train.global_batch_size)" if global_batch else
+                    f"one micro-step needs ({micro_batch} x {dp_size} ranks)")
             raise ValueError(f"data at {dataset.path} has {dataset.num_tokens} tokens = {self.n} samples of "
-                             f"{seq_len}+1 tokens, fewer than one micro-step needs "
-                             f"({micro_batch} x {dp_size} ranks = {self.per_step})")
+                             f"{seq_len}+1 tokens, fewer than {what} = {self.per_optimizer_step}")
         self.state = LoaderState(seed=seed, seq_len=seq_len, fingerprint=dataset.fingerprint, order=ORDER)
         self._perm_key: tuple | None = None
         self._perm: Any = None
@@ -463,7 +469,11 @@ class DistributedLoader:
 
     def next_indices(self) -> np.ndarray:
         """Sample indices of this rank's next micro-batch; advances the (global) position."""
-        if self.state.consumed + self.per_step > self.n:  # drop the incomplete tail, next epoch
+        st = self.state
+        step_start = st.consumed % self.per_optimizer_step == 0
+        # drop the incomplete tail, next epoch: at an optimizer step's start when it would not fit whole (a
+        # position of a checkpoint from before global_batch existed may be no step start: the micro-step rule)
+        if (step_start and st.consumed + self.per_optimizer_step > self.n) or st.consumed + self.per_step > self.n:
             self.state.epoch += 1
             self.state.consumed = 0
             self.state.order = ORDER  # a legacy (explicit-permutation) order ends with its epoch

@@ -246,6 +246,9 @@ class Trainer:
         self._setup_data()
         self._setup_checkpoints()
         self.ds_config = self.rt.deepspeed_config()  # after the checkpoint: a resume may fix the ZeRO stage
+        if self.resume_plan is not None and self.resume_plan.universal:
+            # DeepSpeed reads the universal layout (zero/<param>/...) only when the engine is built for it
+            self.ds_config.setdefault("checkpoint", {})["load_universal"] = True
         self.engine = self.rt.build_engine(cfg, self.ds_config)
         self.step, self.tokens_seen = 0, 0
         self._resume()
@@ -279,7 +282,8 @@ class Trainer:
         micro = cfg.train.micro_batch_size
         try:
             self.loader = DistributedLoader(self.dataset, self.seq_len, micro, ctx.rank, ctx.world_size,
-                                            cfg.train.seed, cfg.data.shuffle, positions=self.packed)
+                                            cfg.train.seed, cfg.data.shuffle, positions=self.packed,
+                                            global_batch=cfg.train.global_batch_size)
             self.val = TokenDataset(cfg.data.path, split="val") if cfg.train.eval_interval else None
             if self.val is not None:
                 if self.val.num_tokens == 0:
@@ -291,8 +295,9 @@ class Trainer:
             raise ConfigError(str(e)) from None
 
     def _setup_checkpoints(self) -> None:
-        """The checkpoint manager and the checkpoint to resume from, refused early when incompatible
-        (other world size or ZeRO stage, other data)."""
+        """The checkpoint manager and the checkpoint to resume from, refused early when incompatible (other
+        ZeRO stage, other data, another world size that cannot be converted); converted to a universal
+        checkpoint when the world size changed (checkpoint.resume_universal)."""
         from . import checkpoint as ck
 
         cfg = self.cfg
@@ -300,6 +305,7 @@ class Trainer:
         self.ckpt = ck.CheckpointManager(cfg.checkpoint_dir, cfg.checkpoint.keep, cfg.checkpoint.shared_fs, self.ctx,
                                          self.hf_config_dict)
         self.resume_tag = self.ckpt.resume_tag() if cfg.checkpoint.resume else None
+        self.resume_plan: ck.ResumePlan | None = None
         if self.resume_tag is not None:
             saved_stage = self.ckpt.saved_zero_stage(self.resume_tag)
             if self.rt.stage_auto and saved_stage is not None and saved_stage != cfg.parallel.zero_stage:
@@ -310,23 +316,27 @@ class Trainer:
                              "now): keeping ZeRO-%d", self.resume_tag, saved_stage, cfg.parallel.zero_stage,
                              saved_stage)
                 self.rt.replan(saved_stage)
-            saved_state = self.ckpt.check_compatible(self.resume_tag, cfg.parallel.zero_stage)
+            self.resume_plan, saved_state = self.ckpt.plan(self.resume_tag, cfg.parallel.zero_stage,
+                                                           cfg.checkpoint.resume_universal)
             try:
                 self.loader.load_state_dict(saved_state["loader"])  # loaded again with the engine (_resume)
             except ValueError as e:
                 raise ConfigError(f"checkpoint {self.resume_tag}: {e}") from None
+            if self.resume_plan.universal:
+                self.ckpt.prepare_universal(self.resume_plan)  # before the engine: it holds no device memory yet
 
     def _resume(self) -> None:
-        if self.resume_tag is None:
+        plan = self.resume_plan
+        if plan is None:
             return
-        restored = self.ckpt.load(self.engine, self.resume_tag)
-        if restored:
-            tag, state = restored
-            self.step, self.tokens_seen = int(state["step"]), int(state["tokens_seen"])
-            self.loader.load_state_dict(state["loader"])
-            log.info("resumed from %s: step %d, data epoch %d, %d samples into it", tag, self.step,
-                     self.loader.state.epoch, self.loader.state.consumed)
-            self.status.resumed(self.step, tag)
+        state = self.ckpt.load(self.engine, plan)
+        self.step, self.tokens_seen = int(state["step"]), int(state["tokens_seen"])
+        self.loader.load_state_dict(state["loader"])
+        log.info("resumed from %s: step %d, data epoch %d, %d samples into it", plan.tag, self.step,
+                 self.loader.state.epoch, self.loader.state.consumed)
+        if self.ctx.is_main and (plan.universal or plan.saved_world_size != plan.world_size):
+            log.info("%s: %s, step %d", plan.line(), plan.load_tag, self.step)
+        self.status.resumed(self.step, plan.tag)
 
     def _setup_metrics(self) -> None:
         """The run's description (config.json), and the metric sinks: rank 0 writes the run's files;
@@ -361,6 +371,8 @@ class Trainer:
             "optimizer": type(engine.optimizer.optimizer if hasattr(engine.optimizer, "optimizer")
                               else engine.optimizer).__name__,
             "zero_stage": cfg.parallel.zero_stage,
+            # how this run resumed (world size then and now, through a universal checkpoint or not); None: fresh
+            "resumed": self.resume_plan.as_dict() if self.resume_plan is not None else None,
             "zero_hpz_partition_size": rt.plan.hpz,
             "memory_estimate_bytes_per_device": rt.plan.estimate.as_dict(),
             "device_memory_bytes": rt.plan.device_bytes,
