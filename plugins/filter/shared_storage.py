@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-
 from ansible_collections.ascendops.cluster.plugins.module_utils import shared_storage as ss
 
 
