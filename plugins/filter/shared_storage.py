@@ -4,16 +4,13 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.ascendops.cluster.plugins.module_utils import shared_storage as ss
 
 
 def shared_storage_mount(fs_type, settings):
-    """``{src, fstype, opts, fstypes}`` of the mount (``{fstypes}`` for existing/none); a bad setting raises."""
-    try:
-        return ss.mount_spec(fs_type, dict(settings or {}))
-    except ss.SharedStorageError as exc:
-        raise AnsibleFilterError(str(exc)) from None
+    """``{src, fstype, opts, fstypes}`` of the mount (``{fstypes}`` for existing/none); a bad setting raises
+    ``SharedStorageError`` (a ValueError: Ansible shows its message naming the setting)."""
+    return ss.mount_spec(fs_type, dict(settings or {}))
 
 
 def shared_storage_problems(fs_type, settings):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from ansible.errors import AnsibleFilterError
 from ansible_collections.ascendops.cluster.plugins.filter.shared_storage import FilterModule
 
 F = FilterModule().filters()
@@ -13,7 +12,7 @@ def test_mount_of_nfs_and_the_refusal_as_a_filter_error():
     spec = F["shared_storage_mount"]("nfs", {"nfs_server": "nfs1", "nfs_export": "/e", "nfs_version": "4.2",
                                              "nfs_nconnect": 4, "nfs_hard": True})
     assert spec["src"] == "nfs1:/e" and spec["opts"] == "vers=4.2,hard,nconnect=4,_netdev"
-    with pytest.raises(AnsibleFilterError, match="shared_storage_nfs_server is empty"):
+    with pytest.raises(ValueError, match="shared_storage_nfs_server is empty"):
         F["shared_storage_mount"]("nfs", {"nfs_export": "/e"})
 
 
