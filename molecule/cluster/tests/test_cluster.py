@@ -6,13 +6,23 @@ retried), and the collective pre-flight report."""
 import json
 import os
 
+import testinfra
+import yaml
 from ansible_collections.ascendops.cluster.plugins.filter.launch import key_value_lines
 from ansible_collections.ascendops.cluster.plugins.filter.rank_table import check_rank_table
+from ansible_collections.ascendops.cluster.plugins.module_utils.shared_storage import (
+    MARKER_NAME,
+    mount_of,
+    parse_mountinfo,
+)
 
 EPHEMERAL = os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "")
 JOB_DIR = "/etc/ascendops"
 HCCN_TOOL = "/usr/local/Ascend/driver/tools/hccn_tool"
-CHECKPOINTS = "/var/lib/ascendops/checkpoints"
+# The job's data and checkpoints on the nodes' shared file system (shared_storage_type existing).
+SHARED = "/mnt/ascendops"
+CHECKPOINTS = f"{SHARED}/debug-llama/checkpoints"
+DATA = f"{SHARED}/debug-llama/data"
 STATUS = "/var/lib/ascendops/status/debug-llama.json"
 
 
@@ -81,7 +91,7 @@ def test_the_job_ran_as_the_runtime_user_without_capabilities(host, expected_npu
     assert devices == sorted([f"/dev/davinci{i}" for i in range(expected_npus)]
                              + ["/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"])
     mounts = {m["Destination"]: m for m in info["Mounts"]}
-    for ro in ("/usr/local/Ascend/driver", "/etc/ascend_install.info", JOB_DIR, "/var/lib/ascendops/data"):
+    for ro in ("/usr/local/Ascend/driver", "/etc/ascend_install.info", JOB_DIR, DATA):
         assert mounts[ro]["RW"] is False, ro
     for rw in (CHECKPOINTS, "/var/lib/ascendops/status"):
         assert mounts[rw]["RW"] is True, rw
@@ -108,6 +118,40 @@ def test_environment_socket_interface_rdma_qos_and_secrets_kept_from_login_shell
 def test_checkpoints_on_every_node(host):
     steps = host.check_output(f"ls {CHECKPOINTS}").split()
     assert any(s.startswith("step_") for s in steps), steps
+
+
+def _instances():
+    with open(os.environ["MOLECULE_INVENTORY_FILE"], encoding="utf-8") as f:
+        return sorted((yaml.safe_load(f).get("all") or {}).get("hosts") or {})
+
+
+def test_data_and_checkpoints_are_on_the_one_shared_file_system(host):
+    entries = parse_mountinfo(host.file("/proc/self/mountinfo").content_string)
+    assert mount_of(CHECKPOINTS, entries)["mount_point"] == SHARED
+    assert mount_of(DATA, entries)["mount_point"] == SHARED
+    root_dev, shared_dev = host.check_output(f"stat -c %d / {SHARED}").split()
+    assert root_dev != shared_dev  # not a directory of the node's own root file system
+    # The shared_storage stage's marker: written by the first node with the run's token, the same file on every node.
+    first, *others = _instances()
+    marker = host.file(f"{SHARED}/{MARKER_NAME}").content_string
+    assert json.loads(marker)["node"] == first
+    for other in others:
+        assert testinfra.get_host(f"podman://{other}").file(f"{SHARED}/{MARKER_NAME}").content_string == marker
+    # The training data was copied into it (once, from the first node).
+    assert host.file(DATA).is_directory and host.check_output(f"ls {DATA}").split()
+
+
+def test_a_resume_on_the_other_node_read_the_checkpoint_the_first_node_wrote(host):
+    # Shared mode: global rank 0 (node rank 0) alone finalizes every checkpoint (rename, latest, trainer
+    # state); side_effect restarted the other node's ranks from a checkpoint, which they read from SHARED.
+    log = host.check_output("journalctl -u ascendops-train -o cat --no-pager")
+    saved = [line for line in log.splitlines() if "saved checkpoint" in line]
+    resumed = [line for line in log.splitlines() if "resumed from" in line]
+    assert resumed, "side_effect restarts every node from a checkpoint"
+    if env(host)["NODE_RANK"] == "0":
+        assert saved and all(f"saved checkpoint {SHARED}/" in line for line in saved), saved
+    else:
+        assert saved == [], saved  # this node wrote no checkpoint: what it resumed from came from node rank 0
 
 
 def test_the_non_finite_loss_stopped_the_job_for_good(host):
