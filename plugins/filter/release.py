@@ -5,13 +5,36 @@ vendor's compatibility rules, compare installed versions with the release, find 
 
 from __future__ import annotations
 
+import copy
+import os
+
 from ansible_collections.ascendops.cluster.plugins.module_utils import ascend_release as _r
 
+# The collection's own releases/ (plugins/filter/ -> the collection root).
+RELEASES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "releases")
+# Loaded manifests by (file, mtime, table mtime): the roles' version defaults all refer to one release, which
+# would otherwise be read and checked again at every template of one of them.
+_CACHE = {}
 
-def release_load(name_or_path, releases_dir):
-    """The validated release manifest (a name in releases_dir or a path), with its torch_npu table.
-    A manifest that cannot be used raises ReleaseError (a ValueError) naming the file and the key."""
-    return _r.load_release(name_or_path, releases_dir)
+
+def _mtime(path):
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def release_load(name_or_path, releases_dir=""):
+    """The validated release manifest (a name in releases_dir, default the collection's releases/, or a
+    path), with its torch_npu table. A manifest that cannot be used raises ReleaseError (a ValueError)
+    naming the file and the key."""
+    releases_dir = str(releases_dir or "") or RELEASES_DIR
+    path = _r.release_path(name_or_path, releases_dir)
+    table = os.path.join(os.path.dirname(path) or ".", _r.COMPAT_FILE)
+    key = (os.path.abspath(path), _mtime(path), releases_dir, _mtime(table))
+    if key not in _CACHE:
+        _CACHE[key] = _r.load_release(path, releases_dir)
+    return copy.deepcopy(_CACHE[key])
 
 
 def _get(data, *keys):

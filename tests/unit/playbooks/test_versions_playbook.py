@@ -69,10 +69,17 @@ def test_versions_against_a_release_mismatches_first_and_nodes_that_differ(tmp_p
     assert recap.count("changed=0") == 2 and "changed=1" not in recap
 
 
-def test_versions_without_a_release_uses_the_role_settings_and_json_format(tmp_path):
+def test_versions_without_a_release_uses_the_roles_default_release_and_json_format(tmp_path):
     stdout, doc = run(tmp_path, "-e", "versions_format=json", "--check")
-    assert doc["release"] is None
+    assert doc["release"] == "910b-cann8.0.0"  # roles/ascend/defaults: ascend_release
     rows = {r["component"]: r for r in doc["nodes"]["n1"]["rows"]}
     assert rows["cann_toolkit"]["expected"] == "8.0.0" and rows["cann_toolkit"]["status"] == "mismatch"
-    assert rows["image"]["status"] == "unknown"
+    assert rows["image"]["status"] == "missing"  # no engine here
     assert "MISMATCH" not in stdout  # json format: no text rows
+
+
+def test_a_version_the_inventory_sets_itself_is_what_the_node_is_compared_with(tmp_path):
+    _stdout, doc = run(tmp_path, "-e", "versions_format=json", "-e", "cann_version=8.2.RC1")
+    rows = {r["component"]: r for r in doc["nodes"]["n1"]["rows"]}
+    assert rows["cann_toolkit"]["expected"] == "8.2.RC1" and rows["cann_toolkit"]["status"] == "ok"
+    assert rows["driver"]["expected"] == "24.1.rc1"  # the release's: not set by the inventory
