@@ -85,9 +85,39 @@ def release_nodes_differ(versions, expected=None, hosts_in_run=None, failed=None
     return _r.check_nodes_agree(versions or {})
 
 
+def release_run_end(release, overrides=None):
+    """{component: version} a node of this run ends on: the release's, with the versions the site set itself."""
+    return _r.run_end(release, overrides or {})
+
+
+def release_run_agrees(ends, release_name):
+    """Findings for driver/CANN on which the nodes of this run would end differently ({host: end versions})."""
+    return _r.check_run_agrees(ends or {}, release_name)
+
+
+def release_left_out(installed, ends, release_name):
+    """Findings for nodes outside this run ({host: installed versions}) that carry another driver/CANN than
+    the nodes of this run end on ({host: end versions})."""
+    return _r.check_left_out(installed or {}, ends or {}, release_name)
+
+
+def release_end_state(end, host, driver=None, firmware=None, kernels=None):
+    """Findings for the versions a node ends on against the vendor records installed there: the firmware within
+    the driver's compatible_version_fw, the driver within the CANN kernels' required_package_driver_version."""
+    return _r.check_end_state(host, end or {}, driver or {}, firmware or {}, kernels or {})
+
+
+def release_installed(cann_info_result):
+    """{driver, cann_toolkit, cann_kernels} installed on a node, from its cann_info result."""
+    return _r.installed_from_cann_info(cann_info_result)
+
+
 class FilterModule:
     """Release manifest filters."""
 
     def filters(self):
         return {"release_load": release_load, "release_check": release_check, "release_compare": release_compare,
-                "release_expected": release_expected, "release_nodes_differ": release_nodes_differ}
+                "release_expected": release_expected, "release_nodes_differ": release_nodes_differ,
+                "release_run_end": release_run_end, "release_run_agrees": release_run_agrees,
+                "release_left_out": release_left_out, "release_end_state": release_end_state,
+                "release_installed": release_installed}

@@ -397,6 +397,96 @@ def check_nodes_agree(end_versions):
     return out
 
 
+# Components every node of one job must carry at the same version (driver and CANN: HCCL connects the
+# nodes' CANN runtimes, and each CANN declares the drivers it runs on).
+AGREE_COMPONENTS = ("driver", "cann_toolkit", "cann_kernels")
+AGREE_RULE = "one driver and CANN version on every node of a job (HCCL: CANN versions must not differ between nodes)"
+# The role variable a site sets to leave the release for one component.
+SETTINGS = {"driver": "npu_driver_version", "firmware": "npu_driver_firmware_version", "cann_toolkit": "cann_version",
+            "cann_kernels": "cann_version", "docker_runtime": "container_runtime_ascend_runtime_version"}
+
+
+def run_end(release, overrides=None):
+    """``{component: version}`` a node of this run ends on: the release's host versions, with the versions the
+    site set itself (``overrides``: ``{component: version}``, empty values ignored)."""
+    out = {k: v for k, v in release["host"].items() if v is not None}
+    out.update({k: str(v) for k, v in (overrides or {}).items() if v not in (None, "")})
+    return out
+
+
+def check_run_agrees(ends, release_name, components=AGREE_COMPONENTS):
+    """The nodes of this run would end on different versions (a version set for some nodes only):
+    ``ends``: ``{host: {component: version}}``."""
+    out = []
+    for comp in components:
+        groups = {}
+        for host in sorted(ends or {}):
+            version = (ends[host] or {}).get(comp)
+            key = next((seen for seen in groups if versions_equal(seen, version)), version)
+            groups.setdefault(key, []).append(host)
+        if len(groups) > 1:
+            parts = "; ".join(f"{v if v is not None else 'none'} on {', '.join(h)}" for v, h in groups.items())
+            setting = SETTINGS.get(comp, comp)
+            out.append(finding(", ".join(sorted(ends)), comp, None, parts, AGREE_RULE,
+                               f"{comp} would differ between the nodes of this run: {parts} (release "
+                               f"{release_name}, {setting} set for some nodes only; {AGREE_RULE}): set {setting} "
+                               "for every node or for none"))
+    return out
+
+
+def check_left_out(installed, ends, release_name, components=AGREE_COMPONENTS):
+    """Nodes outside this run (``--limit``) that carry another driver/CANN than the nodes of this run end on.
+    ``installed``: ``{host: {component: version}}`` of the nodes left out (None: nothing installed, which is
+    not a different version); ``ends``: ``{host: {component: version}}`` of the nodes of this run."""
+    out = []
+    for host in sorted(installed or {}):
+        for comp in components:
+            have = (installed[host] or {}).get(comp)
+            wants = []
+            for versions in (ends or {}).values():
+                want = (versions or {}).get(comp)
+                if want and not any(versions_equal(w, want) for w in wants):
+                    wants.append(want)
+            if not have or not wants or any(versions_equal(have, w) for w in wants):
+                continue
+            want_text = " / ".join(wants)
+            out.append(finding(host, comp, want_text, have, AGREE_RULE,
+                               f"{host}: {comp} {have} is installed there (outside this run: --limit) but the nodes "
+                               f"of this run end on {comp} {want_text} (release {release_name}); {AGREE_RULE}: run "
+                               f"on every node (add {host} to --limit), or bring {host} to {want_text} first"))
+    return out
+
+
+def installed_from_cann_info(result):
+    """``{driver, cann_toolkit, cann_kernels}`` installed, from a cann_info result (install records only)."""
+    active = (result or {}).get("active") or {}
+    return {"driver": (result or {}).get("driver_version"),
+            "cann_toolkit": active.get("version") if active.get("installed") else None,
+            "cann_kernels": ((active.get("kernels") or {}).get("version")
+                             if (active.get("kernels") or {}).get("installed") else None)}
+
+
+def check_end_state(host, end, driver, firmware, kernels):
+    """The versions a node of this run ends on against the vendor's records it has now: ``end``
+    (``{component: version}``, run_end); ``driver``: ``{version, info}`` installed (its version.info);
+    ``firmware``: ``{version}`` installed; ``kernels``: ``{version, required}`` of the installed CANN kernels.
+    The firmware the node ends on within the end driver's compatible_version_fw (when that driver is the one
+    installed: a new driver's range is checked by npu_driver from its package); the end driver within the
+    required_package_driver_version of the CANN it ends on (when that CANN is the one installed: a new CANN's
+    range is checked from its package by the cann stage)."""
+    out = []
+    drv_version, drv_info = (driver or {}).get("version"), (driver or {}).get("info") or {}
+    declares_fw = any(str(k).lower() == "compatible_version_fw" for k in drv_info)
+    if (end.get("driver") and end.get("firmware") and drv_version and declares_fw
+            and versions_equal(drv_version, end["driver"])):
+        out += check_firmware(host, end["driver"], drv_info, end["firmware"])
+    k_version = (kernels or {}).get("version")
+    cann = end.get("cann_kernels") or end.get("cann_toolkit")
+    if cann and k_version and versions_equal(k_version, cann) and end.get("driver"):
+        out += check_cann_driver(host, cann, (kernels or {}).get("required") or {}, end["driver"], what="CANN")
+    return out
+
+
 def end_versions(installed, expected, hosts_in_run, failed=()):
     """The versions each node would end on: a node the run reaches (and that does not fail) ends on
     ``expected``; a node left out (``--limit``, a later batch) or failed keeps what it has.
@@ -524,6 +614,7 @@ def compare(host, installed, expected):
 __all__ = [
     "ReleaseError", "validate_release", "validate_table", "load_release", "list_releases", "release_path",
     "check_firmware", "check_cann_driver", "check_torch_npu", "check_cann_python", "check_trainer_torch",
-    "check_release", "check_nodes_agree", "check_image_label", "image_label", "expected_versions", "compare",
-    "parse_range", "in_pyrange", "same_release",
+    "check_release", "check_nodes_agree", "run_end", "check_run_agrees", "check_left_out", "check_end_state",
+    "installed_from_cann_info", "check_image_label", "image_label", "expected_versions", "compare", "parse_range",
+    "in_pyrange", "same_release",
 ]
