@@ -24,6 +24,7 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version i
     versions_equal,
 )
 from ansible_collections.ascendops.cluster.plugins.module_utils.cann_info import (
+    driver_fit,
     in_range,
     parse_kernels_info,
     parse_range,
@@ -276,32 +277,24 @@ def check_firmware(host, driver_version, driver_info, firmware_version):
                     "driver, or the driver of the firmware's HDK release")]
 
 
-def check_cann_driver(host, cann_version, required, driver_version, what="CANN"):
+def check_cann_driver(host, cann_version, required, driver_version, what="CANN",
+                      driver_label="the installed driver"):
     """The driver within the ``required_package_driver_version`` range of a CANN package (``required``:
-    ``{name: range}`` from ``cann_info.parse_required``, or a version.info text/dict)."""
+    ``{name: range}`` from ``cann_info.parse_required``, or a version.info text/dict). The verdict is
+    ``cann_info.driver_fit``'s, the one the cann role's own check (cann_info's compatibility) gives."""
     if isinstance(required, str):
         required = parse_kernels_info(required)["required"]
     elif any(str(k).lower().startswith("required_package_") for k in (required or {})):
         required = parse_required(required)
     spec = (required or {}).get("driver")
-    rule = f"{what} {cann_version}'s required_package_driver_version"
-    if not spec:
+    status, sentence = driver_fit(cann_version, spec, driver_version, what, driver_label)
+    if status == "ok":
         return []
-    if not driver_version:
-        return [finding(host, "driver", spec, None, rule,
-                        f"{host}: {what} {cann_version} needs NPU driver {spec} (required_package_driver_version) "
-                        "but no installed driver was found")]
-    verdict = in_range(driver_version, spec)
-    if verdict is True:
-        return []
-    if verdict is None:
-        return [finding(host, "driver", spec, driver_version, rule,
-                        f"{host}: driver {driver_version}: cannot tell whether it is inside {what} {cann_version}'s "
-                        f"required_package_driver_version={spec} (a version that does not compare)")]
-    return [finding(host, "driver", spec, driver_version, rule,
-                    f"{host}: driver {driver_version} is outside {what} {cann_version}'s "
-                    f"required_package_driver_version={spec}: install a driver in that range first, or pick a "
-                    "release whose CANN supports this driver")]
+    fix = {"outside": ": install a driver in that range first, or pick a release whose CANN supports this driver",
+           "missing": ": install the NPU driver first (npu_driver stage)",
+           "unknown": ""}[status]
+    return [finding(host, "driver", spec, driver_version, f"{what} {cann_version}'s required_package_driver_version",
+                    f"{host}: {sentence}{fix}")]
 
 
 def torch_npu_row(table, torch_npu):
@@ -483,7 +476,8 @@ def check_end_state(host, end, driver, firmware, kernels):
     k_version = (kernels or {}).get("version")
     cann = end.get("cann_kernels") or end.get("cann_toolkit")
     if cann and k_version and versions_equal(k_version, cann) and end.get("driver"):
-        out += check_cann_driver(host, cann, (kernels or {}).get("required") or {}, end["driver"], what="CANN")
+        out += check_cann_driver(host, cann, (kernels or {}).get("required") or {}, end["driver"], what="CANN",
+                                 driver_label="the driver this node ends on")
     return out
 
 

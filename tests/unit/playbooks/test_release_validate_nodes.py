@@ -91,6 +91,6 @@ def test_an_installed_cann_that_does_not_run_the_drivers_the_site_sets_is_refuse
     install_tree(tmp_path / "n2", "24.1.rc1")
     rc, text, changed = run(tmp_path, "-e", "npu_driver_version=25.0.rc1.1")
     assert rc != 0
-    assert ("n1: driver 25.0.rc1.1 is outside CANN 8.0.0's required_package_driver_version=>=23.0, <=24.1.rc3"
-            in text)
+    assert ("n1: CANN 8.0.0 needs NPU driver >=23.0, <=24.1.rc3 (required_package_driver_version) but the driver "
+            "this node ends on is 25.0.rc1.1") in text
     assert changed == []

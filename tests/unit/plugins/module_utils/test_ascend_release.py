@@ -223,8 +223,9 @@ def test_driver_within_the_range_a_cann_package_declares():
     assert r.check_cann_driver("n1", "8.2.RC1", KERNELS_INFO, "8.0") == []
     assert r.check_cann_driver("n1", "8.2.RC1", {"driver": ">=25.0.rc1"}, "25.0.rc1.1") == []
     found = r.check_cann_driver("n2", "8.2.RC1", {"driver": ">=25.0.rc1"}, "24.1.rc1")
-    assert found[0]["msg"].startswith("n2: driver 24.1.rc1 is outside CANN 8.2.RC1's "
-                                      "required_package_driver_version=>=25.0.rc1")
+    assert found[0]["msg"] == ("n2: CANN 8.2.RC1 needs NPU driver >=25.0.rc1 (required_package_driver_version) but "
+                               "the installed driver is 24.1.rc1: install a driver in that range first, or pick a "
+                               "release whose CANN supports this driver")
     info = parse_key_value(KERNELS_INFO)
     assert r.check_cann_driver("n1", "8.2.RC1", info, "8.3")[0]["expected"] == ">=7.6, <=8.2"
 

@@ -125,8 +125,8 @@ def test_end_driver_outside_the_installed_canns_required_range_is_refused():
     end = {"driver": "25.0.rc1.1", "cann_toolkit": "8.0.0", "cann_kernels": "8.0.0"}
     out = r.check_end_state("n1", end, {}, {}, KERNELS)
     assert [f["component"] for f in out] == ["driver"]
-    assert ("n1: driver 25.0.rc1.1 is outside CANN 8.0.0's required_package_driver_version=>=23.0, <=24.1.rc3"
-            in out[0]["msg"])
+    assert out[0]["msg"].startswith("n1: CANN 8.0.0 needs NPU driver >=23.0, <=24.1.rc3 "
+                                    "(required_package_driver_version) but the driver this node ends on is 25.0.rc1.1")
 
 
 def test_end_driver_inside_the_range_or_a_cann_the_run_replaces_passes():
