@@ -47,17 +47,23 @@ def _get(data, *keys):
 
 def release_check(node, release, host):
     """Findings for one node: its installed firmware against its driver's compatible_version_fw, its
-    driver against the installed CANN's required_package_driver_version, its trainer image's label
-    against the release (when ``image_label`` is in ``node``), and the release's own image pairing.
+    driver against the installed CANN's required_package_driver_version and against the trainer image's
+    CANN's (``image_cann``: the CANN that training uses), its trainer image's label against the release (when
+    ``image_label`` is in ``node``), and the release's own image pairing.
 
     ``node``: ``{driver: {version, info}, firmware: {version}, cann: {version, required},
-    image_label: str|null}`` (npu_info's ascend_npu fact carries driver and firmware)."""
+    image_label: str|null, image_cann: {version, required (a dict or the kernels' version.info text)}}``
+    (npu_info's ascend_npu fact carries driver and firmware)."""
     out = _r.check_firmware(host, _get(node, "driver", "version"), _get(node, "driver", "info"),
                             _get(node, "firmware", "version"))
     cann = _get(node, "cann", "version")
     if cann:
         out += _r.check_cann_driver(host, cann, _get(node, "cann", "required") or {},
                                     _get(node, "driver", "version"), what="installed CANN")
+    image_cann = _get(node, "image_cann", "version")
+    if image_cann:
+        out += _r.check_cann_driver(host, image_cann, _get(node, "image_cann", "required") or {},
+                                    _get(node, "driver", "version"), what="the trainer image's CANN")
     if release:
         if isinstance(node, dict) and "image_label" in node:
             out += _r.check_image_label(host, node.get("image_label"), release)
