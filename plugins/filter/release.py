@@ -107,10 +107,11 @@ def release_left_out(installed, ends, release_name):
     return _r.check_left_out(installed or {}, ends or {}, release_name)
 
 
-def release_end_state(end, host, driver=None, firmware=None, kernels=None):
-    """Findings for the versions a node ends on against the vendor records installed there: the firmware within
-    the driver's compatible_version_fw, the driver within the CANN kernels' required_package_driver_version."""
-    return _r.check_end_state(host, end or {}, driver or {}, firmware or {}, kernels or {})
+def release_end_state(end, host, driver=None, firmware=None, kernels=None, package=None):
+    """Findings for the versions a node ends on against the vendor records installed there (or, for a new CANN,
+    read from its packages: ``package`` {version, required}): the firmware within the driver's
+    compatible_version_fw, the driver within the CANN's required_package_driver_version."""
+    return _r.check_end_state(host, end or {}, driver or {}, firmware or {}, kernels or {}, package or {})
 
 
 def release_installed(cann_info_result):

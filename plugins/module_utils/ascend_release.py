@@ -459,14 +459,14 @@ def installed_from_cann_info(result):
                              if (active.get("kernels") or {}).get("installed") else None)}
 
 
-def check_end_state(host, end, driver, firmware, kernels):
+def check_end_state(host, end, driver, firmware, kernels, package=None):
     """The versions a node of this run ends on against the vendor's records it has now: ``end``
     (``{component: version}``, run_end); ``driver``: ``{version, info}`` installed (its version.info);
     ``firmware``: ``{version}`` installed; ``kernels``: ``{version, required}`` of the installed CANN kernels.
     The firmware the node ends on within the end driver's compatible_version_fw (when that driver is the one
     installed: a new driver's range is checked by npu_driver from its package); the end driver within the
-    required_package_driver_version of the CANN it ends on (when that CANN is the one installed: a new CANN's
-    range is checked from its package by the cann stage)."""
+    required_package_driver_version of the CANN it ends on: the installed one's, or (``package``:
+    ``{version, required}`` read from the CANN packages this run installs) the new one's."""
     out = []
     drv_version, drv_info = (driver or {}).get("version"), (driver or {}).get("info") or {}
     declares_fw = any(str(k).lower() == "compatible_version_fw" for k in drv_info)
@@ -475,8 +475,15 @@ def check_end_state(host, end, driver, firmware, kernels):
         out += check_firmware(host, end["driver"], drv_info, end["firmware"])
     k_version = (kernels or {}).get("version")
     cann = end.get("cann_kernels") or end.get("cann_toolkit")
-    if cann and k_version and versions_equal(k_version, cann) and end.get("driver"):
-        out += check_cann_driver(host, cann, (kernels or {}).get("required") or {}, end["driver"], what="CANN",
+    pkg_version = (package or {}).get("version")
+    if cann and end.get("driver"):
+        if k_version and versions_equal(k_version, cann):
+            required = (kernels or {}).get("required") or {}
+        elif pkg_version and versions_equal(pkg_version, cann):
+            required = (package or {}).get("required") or {}
+        else:
+            required = {}
+        out += check_cann_driver(host, cann, required, end["driver"], what="CANN",
                                  driver_label="the driver this node ends on")
     return out
 

@@ -36,10 +36,20 @@ def install_tree(root: Path, driver: str, cann: str = "8.0.0", driver_range: str
     os.symlink(cann, root / "ascend-toolkit" / "latest")
 
 
+def package(directory: Path, name: str, version_info: str):
+    """A .run stand-in answering `--tar xOf ./version.info` like a makeself archive does."""
+    directory.mkdir(exist_ok=True)
+    (directory / f"{name}.version.info").write_text(version_info)
+    data = directory / f"{name}.version.info"
+    (directory / name).write_text(f'#!/bin/sh\n[ "$1 $2 $3" = "--tar xOf ./version.info" ] && cat "{data}"\n')
+    (directory / name).chmod(0o755)
+
+
 def run(tmp_path, *extra):
     py = sys.executable
     hosts = {f"n{i}": {"ansible_connection": "local", "ansible_python_interpreter": py,
-                       "ascend_install_path": str(tmp_path / f"n{i}")} for i in (1, 2)}
+                       "ascend_install_path": str(tmp_path / f"n{i}"),
+                       "ascend_package_dir": str(tmp_path / "packages")} for i in (1, 2)}
     inv = tmp_path / "hosts.json"
     inv.write_text(json.dumps({"all": {"children": {"npu_nodes": {"hosts": hosts}}}}))
     markers = tmp_path / "changed"
@@ -94,3 +104,31 @@ def test_an_installed_cann_that_does_not_run_the_drivers_the_site_sets_is_refuse
     assert ("n1: CANN 8.0.0 needs NPU driver >=23.0, <=24.1.rc3 (required_package_driver_version) but the driver "
             "this node ends on is 25.0.rc1.1") in text
     assert changed == []
+
+
+def test_a_cann_the_site_sets_is_refused_when_its_packages_need_another_driver(tmp_path):
+    install_tree(tmp_path / "n1", "24.1.rc1")
+    install_tree(tmp_path / "n2", "24.1.rc1")
+    arch = os.uname().machine
+    package(tmp_path / "packages", f"Ascend-cann-toolkit_8.2.RC1_linux-{arch}.run",
+            "Version=8.2.RC1\nversion_dir=8.2.RC1\n")
+    package(tmp_path / "packages", f"Ascend-cann-kernels-910b_8.2.RC1_linux-{arch}.run",
+            'Version=8.2.0.0.201\nversion_dir=8.2.RC1\nrequired_package_driver_version=">=25.0.rc1"\n')
+    rc, text, changed = run(tmp_path, "-e", "cann_version=8.2.RC1")
+    assert rc != 0
+    assert ("n1: CANN 8.2.RC1 needs NPU driver >=25.0.rc1 (required_package_driver_version) but the driver this "
+            "node ends on is 24.1.rc1") in text
+    assert changed == []
+
+
+def test_a_cann_the_site_sets_passes_with_the_driver_its_packages_need(tmp_path):
+    install_tree(tmp_path / "n1", "24.1.rc1")
+    install_tree(tmp_path / "n2", "24.1.rc1")
+    arch = os.uname().machine
+    package(tmp_path / "packages", f"Ascend-cann-toolkit_8.2.RC1_linux-{arch}.run",
+            "Version=8.2.RC1\nversion_dir=8.2.RC1\n")
+    package(tmp_path / "packages", f"Ascend-cann-kernels-910b_8.2.RC1_linux-{arch}.run",
+            'Version=8.2.0.0.201\nversion_dir=8.2.RC1\nrequired_package_driver_version=">=25.0.rc1"\n')
+    rc, text, changed = run(tmp_path, "-e", "cann_version=8.2.RC1", "-e", "npu_driver_version=25.0.rc1.1")
+    assert rc == 0, text[-3000:]
+    assert changed == ["n1", "n2"]

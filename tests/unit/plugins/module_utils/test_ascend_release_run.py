@@ -144,3 +144,15 @@ def test_the_filters_are_registered():
     for name in ("release_run_end", "release_run_agrees", "release_left_out", "release_end_state",
                  "release_installed"):
         assert name in names
+
+
+def test_a_new_cann_is_judged_by_the_range_its_packages_declare():
+    end = {"driver": "24.1.rc1", "cann_toolkit": "8.2.RC1", "cann_kernels": "8.2.RC1"}
+    package = {"version": "8.2.RC1", "required": {"driver": ">=25.0.rc1"}}
+    out = r.check_end_state("n1", end, {}, {}, KERNELS, package)  # installed: 8.0.0, the run installs 8.2.RC1
+    assert [f["component"] for f in out] == ["driver"]
+    assert out[0]["msg"].startswith("n1: CANN 8.2.RC1 needs NPU driver >=25.0.rc1 (required_package_driver_version) "
+                                    "but the driver this node ends on is 24.1.rc1")
+    assert r.check_end_state("n1", dict(end, driver="25.0.rc1.1"), {}, {}, KERNELS, package) == []
+    # packages of another CANN than the one the node ends on say nothing about it
+    assert r.check_end_state("n1", end, {}, {}, KERNELS, dict(package, version="8.1.RC1")) == []
