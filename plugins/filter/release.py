@@ -114,6 +114,11 @@ def release_end_state(end, host, driver=None, firmware=None, kernels=None, packa
     return _r.check_end_state(host, end or {}, driver or {}, firmware or {}, kernels or {}, package or {})
 
 
+def release_image_label(label, release, host):
+    """Findings for an image's ascendops.release label (JSON text) against the release."""
+    return _r.check_image_label(host, label, release)
+
+
 def release_installed(cann_info_result):
     """{driver, cann_toolkit, cann_kernels} installed on a node, from its cann_info result."""
     return _r.installed_from_cann_info(cann_info_result)
@@ -127,4 +132,4 @@ class FilterModule:
                 "release_expected": release_expected, "release_nodes_differ": release_nodes_differ,
                 "release_run_end": release_run_end, "release_run_agrees": release_run_agrees,
                 "release_left_out": release_left_out, "release_end_state": release_end_state,
-                "release_installed": release_installed}
+                "release_installed": release_installed, "release_image_label": release_image_label}

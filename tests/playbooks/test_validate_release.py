@@ -5,6 +5,7 @@ the component, both versions and the vendor's rule."""
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,53 @@ def test_an_unknown_release_names_the_known_ones(run_validate):
     assert "ascend_release: no release '910b-cann9.9'" in run.text
     assert "known: 910b-cann8.0.0, 910b-cann8.2.rc1" in run.text
     assert run.changed_nodes() == []
+
+
+def _archive_with_label(tmp_path, release_name):
+    """A docker-save archive of localhost/ascendops-trainer:latest labelled as build-image.sh labels it."""
+    import io
+    import json
+    import tarfile
+
+    from ansible_collections.ascendops.cluster.plugins.filter.release import release_load
+    from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_release import image_label
+
+    config = json.dumps({"config": {"Labels": {"ascendops.release": image_label(release_load(release_name))}}}).encode()
+    manifest = json.dumps([{"Config": "c.json", "RepoTags": ["localhost/ascendops-trainer:latest"]}]).encode()
+    path = tmp_path / "trainer.tar"
+    with tarfile.open(path, "w") as tar:
+        for name, data in (("manifest.json", manifest), ("c.json", config)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def _container_runtime_validation():
+    return [{"name": "Validation of the container_runtime stage", "hosts": "npu_nodes", "gather_facts": False,
+             "any_errors_fatal": True, "tasks": [{"name": "Validate | Container runtime",
+                                                  "ansible.builtin.include_role": {
+                                                      "name": "ascendops.cluster.container_runtime",
+                                                      "tasks_from": "validate"}}]}]
+
+
+LOCAL = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+
+
+@pytest.mark.parametrize("release, refused", [("910b-cann8.0.0", True), ("sim", False)])
+def test_an_image_archive_built_from_another_release_is_refused_before_any_change(run_validate, tmp_path, release,
+                                                                                  refused):
+    archive = _archive_with_label(tmp_path, "sim")
+    run = run_validate({"ascend_release": release, "container_runtime_ascend_runtime": False,
+                        "container_runtime_ascend_default": False, "container_runtime_image_archive": str(archive)},
+                       host_vars={"a2-node01": LOCAL, "a2-node02": LOCAL}, skip_nodes=False,
+                       validation=_container_runtime_validation())
+    if refused:
+        assert run.rc != 0
+        assert ("a2-node01: image localhost/ascendops-trainer:latest was built with release sim but release "
+                "910b-cann8.0.0 names 910b-cann8.0.0") in run.text
+        assert f"(the image archive {archive}, container_runtime_image_archive; refused before any change)" in run.text
+        assert run.changed_nodes() == []
+    else:
+        assert run.rc == 0, run.out[-3000:]
+        assert run.changed_nodes() == ["a2-node01", "a2-node02"]

@@ -364,7 +364,7 @@ def test_filters_are_registered_and_release_check_combines_the_node_rules():
     filters = FilterModule().filters()
     assert set(filters) == {"release_load", "release_check", "release_compare", "release_expected",
                             "release_nodes_differ", "release_run_end", "release_run_agrees", "release_left_out",
-                            "release_end_state", "release_installed"}
+                            "release_end_state", "release_installed", "release_image_label"}
     rel = filters["release_load"]("910b-cann8.2.rc1", str(RELEASES))
     node = {"driver": {"version": "24.1.rc1", "info": DRIVER_INFO}, "firmware": {"version": "7.5.0.2.220"},
             "cann": {"version": "8.2.RC1", "required": {"driver": ">=25.0.rc1"}}}

@@ -142,7 +142,7 @@ def test_nothing_installed_yet_passes():
 def test_the_filters_are_registered():
     names = FilterModule().filters()
     for name in ("release_run_end", "release_run_agrees", "release_left_out", "release_end_state",
-                 "release_installed"):
+                 "release_installed", "release_image_label"):
         assert name in names
 
 
@@ -156,3 +156,14 @@ def test_a_new_cann_is_judged_by_the_range_its_packages_declare():
     assert r.check_end_state("n1", dict(end, driver="25.0.rc1.1"), {}, {}, KERNELS, package) == []
     # packages of another CANN than the one the node ends on say nothing about it
     assert r.check_end_state("n1", end, {}, {}, KERNELS, dict(package, version="8.1.RC1")) == []
+
+
+def test_an_image_built_from_another_release_is_named_by_its_label():
+    sim = rel("sim")
+    label = r.image_label(sim)
+    assert FilterModule().filters()["release_image_label"](label, sim, "n1") == []
+    out = FilterModule().filters()["release_image_label"](label, rel("910b-cann8.2.rc1"), "n1")
+    keys = [f["component"] for f in out]
+    assert "image release" in keys and "image torch_npu" in keys
+    want = "was built with release sim but release 910b-cann8.2.rc1 names 910b-cann8.2.rc1"
+    assert any(want in f["msg"] for f in out)
