@@ -2,13 +2,24 @@
 
 from pathlib import Path
 
+import yaml
 from ansible_collections.ascendops.cluster.plugins.module_utils import ascend_formats, npu_smi
 
-# The simulated package versions are defined once, in sim/versions.env.
-_VERSIONS = ascend_formats.parse_key_value((Path(__file__).resolve().parents[1] / "sim" / "versions.env").read_text())
-CURRENT = {k: _VERSIONS[f"SIM_CURRENT_{k.upper()}"] for k in ("driver", "firmware", "cann", "runtime")}
-PREVIOUS = {k: _VERSIONS[f"SIM_PREVIOUS_{k.upper()}"] for k in ("driver", "firmware", "cann", "runtime")}
-NEXT_CANN, NEWDRIVER_CANN = _VERSIONS["SIM_NEXT_CANN"], _VERSIONS["SIM_NEWDRIVER_CANN"]
+_REPO = Path(__file__).resolve().parents[1]
+
+
+def _release_versions(name):
+    """{driver, firmware, cann, runtime} of a simulated release (releases/sim.yml, releases/sim-previous.yml)."""
+    host = yaml.safe_load((_REPO / "releases" / f"{name}.yml").read_text())["host"]
+    return {"driver": host["driver"], "firmware": host["firmware"], "cann": host["cann_toolkit"],
+            "runtime": host["docker_runtime"]}
+
+
+# The simulated package versions: the simulated releases, and the cann scenario's CANN-only sets.
+CURRENT = _release_versions("sim")
+PREVIOUS = _release_versions("sim-previous")
+_CANN_SETS = yaml.safe_load((_REPO / "sim" / "packages" / "cann-sets.yml").read_text())
+NEXT_CANN, NEWDRIVER_CANN = _CANN_SETS["next"]["cann"], _CANN_SETS["newdriver"]["cann"]
 DEVICE_NODES = ["/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"]
 
 

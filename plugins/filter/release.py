@@ -5,13 +5,36 @@ vendor's compatibility rules, compare installed versions with the release, find 
 
 from __future__ import annotations
 
+import copy
+import os
+
 from ansible_collections.ascendops.cluster.plugins.module_utils import ascend_release as _r
 
+# The collection's own releases/ (plugins/filter/ -> the collection root).
+RELEASES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "releases")
+# Loaded manifests by (file, mtime, table mtime): the roles' version defaults all refer to one release, which
+# would otherwise be read and checked again at every template of one of them.
+_CACHE = {}
 
-def release_load(name_or_path, releases_dir):
-    """The validated release manifest (a name in releases_dir or a path), with its torch_npu table.
-    A manifest that cannot be used raises ReleaseError (a ValueError) naming the file and the key."""
-    return _r.load_release(name_or_path, releases_dir)
+
+def _mtime(path):
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def release_load(name_or_path, releases_dir=""):
+    """The validated release manifest (a name in releases_dir, default the collection's releases/, or a
+    path), with its torch_npu table. A manifest that cannot be used raises ReleaseError (a ValueError)
+    naming the file and the key."""
+    releases_dir = str(releases_dir or "") or RELEASES_DIR
+    path = _r.release_path(name_or_path, releases_dir)
+    table = os.path.join(os.path.dirname(path) or ".", _r.COMPAT_FILE)
+    key = (os.path.abspath(path), _mtime(path), releases_dir, _mtime(table))
+    if key not in _CACHE:
+        _CACHE[key] = _r.load_release(path, releases_dir)
+    return copy.deepcopy(_CACHE[key])
 
 
 def _get(data, *keys):
@@ -24,17 +47,23 @@ def _get(data, *keys):
 
 def release_check(node, release, host):
     """Findings for one node: its installed firmware against its driver's compatible_version_fw, its
-    driver against the installed CANN's required_package_driver_version, its trainer image's label
-    against the release (when ``image_label`` is in ``node``), and the release's own image pairing.
+    driver against the installed CANN's required_package_driver_version and against the trainer image's
+    CANN's (``image_cann``: the CANN that training uses), its trainer image's label against the release (when
+    ``image_label`` is in ``node``), and the release's own image pairing.
 
     ``node``: ``{driver: {version, info}, firmware: {version}, cann: {version, required},
-    image_label: str|null}`` (npu_info's ascend_npu fact carries driver and firmware)."""
+    image_label: str|null, image_cann: {version, required (a dict or the kernels' version.info text)}}``
+    (npu_info's ascend_npu fact carries driver and firmware)."""
     out = _r.check_firmware(host, _get(node, "driver", "version"), _get(node, "driver", "info"),
                             _get(node, "firmware", "version"))
     cann = _get(node, "cann", "version")
     if cann:
         out += _r.check_cann_driver(host, cann, _get(node, "cann", "required") or {},
                                     _get(node, "driver", "version"), what="installed CANN")
+    image_cann = _get(node, "image_cann", "version")
+    if image_cann:
+        out += _r.check_cann_driver(host, image_cann, _get(node, "image_cann", "required") or {},
+                                    _get(node, "driver", "version"), what="the trainer image's CANN")
     if release:
         if isinstance(node, dict) and "image_label" in node:
             out += _r.check_image_label(host, node.get("image_label"), release)
@@ -62,9 +91,45 @@ def release_nodes_differ(versions, expected=None, hosts_in_run=None, failed=None
     return _r.check_nodes_agree(versions or {})
 
 
+def release_run_end(release, overrides=None):
+    """{component: version} a node of this run ends on: the release's, with the versions the site set itself."""
+    return _r.run_end(release, overrides or {})
+
+
+def release_run_agrees(ends, release_name):
+    """Findings for driver/CANN on which the nodes of this run would end differently ({host: end versions})."""
+    return _r.check_run_agrees(ends or {}, release_name)
+
+
+def release_left_out(installed, ends, release_name):
+    """Findings for nodes outside this run ({host: installed versions}) that carry another driver/CANN than
+    the nodes of this run end on ({host: end versions})."""
+    return _r.check_left_out(installed or {}, ends or {}, release_name)
+
+
+def release_end_state(end, host, driver=None, firmware=None, kernels=None, package=None):
+    """Findings for the versions a node ends on against the vendor records installed there (or, for a new CANN,
+    read from its packages: ``package`` {version, required}): the firmware within the driver's
+    compatible_version_fw, the driver within the CANN's required_package_driver_version."""
+    return _r.check_end_state(host, end or {}, driver or {}, firmware or {}, kernels or {}, package or {})
+
+
+def release_image_label(label, release, host):
+    """Findings for an image's ascendops.release label (JSON text) against the release."""
+    return _r.check_image_label(host, label, release)
+
+
+def release_installed(cann_info_result):
+    """{driver, cann_toolkit, cann_kernels} installed on a node, from its cann_info result."""
+    return _r.installed_from_cann_info(cann_info_result)
+
+
 class FilterModule:
     """Release manifest filters."""
 
     def filters(self):
         return {"release_load": release_load, "release_check": release_check, "release_compare": release_compare,
-                "release_expected": release_expected, "release_nodes_differ": release_nodes_differ}
+                "release_expected": release_expected, "release_nodes_differ": release_nodes_differ,
+                "release_run_end": release_run_end, "release_run_agrees": release_run_agrees,
+                "release_left_out": release_left_out, "release_end_state": release_end_state,
+                "release_installed": release_installed, "release_image_label": release_image_label}

@@ -24,6 +24,7 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version i
     versions_equal,
 )
 from ansible_collections.ascendops.cluster.plugins.module_utils.cann_info import (
+    driver_fit,
     in_range,
     parse_kernels_info,
     parse_range,
@@ -276,32 +277,24 @@ def check_firmware(host, driver_version, driver_info, firmware_version):
                     "driver, or the driver of the firmware's HDK release")]
 
 
-def check_cann_driver(host, cann_version, required, driver_version, what="CANN"):
+def check_cann_driver(host, cann_version, required, driver_version, what="CANN",
+                      driver_label="the installed driver"):
     """The driver within the ``required_package_driver_version`` range of a CANN package (``required``:
-    ``{name: range}`` from ``cann_info.parse_required``, or a version.info text/dict)."""
+    ``{name: range}`` from ``cann_info.parse_required``, or a version.info text/dict). The verdict is
+    ``cann_info.driver_fit``'s, the one the cann role's own check (cann_info's compatibility) gives."""
     if isinstance(required, str):
         required = parse_kernels_info(required)["required"]
     elif any(str(k).lower().startswith("required_package_") for k in (required or {})):
         required = parse_required(required)
     spec = (required or {}).get("driver")
-    rule = f"{what} {cann_version}'s required_package_driver_version"
-    if not spec:
+    status, sentence = driver_fit(cann_version, spec, driver_version, what, driver_label)
+    if status == "ok":
         return []
-    if not driver_version:
-        return [finding(host, "driver", spec, None, rule,
-                        f"{host}: {what} {cann_version} needs NPU driver {spec} (required_package_driver_version) "
-                        "but no installed driver was found")]
-    verdict = in_range(driver_version, spec)
-    if verdict is True:
-        return []
-    if verdict is None:
-        return [finding(host, "driver", spec, driver_version, rule,
-                        f"{host}: driver {driver_version}: cannot tell whether it is inside {what} {cann_version}'s "
-                        f"required_package_driver_version={spec} (a version that does not compare)")]
-    return [finding(host, "driver", spec, driver_version, rule,
-                    f"{host}: driver {driver_version} is outside {what} {cann_version}'s "
-                    f"required_package_driver_version={spec}: install a driver in that range first, or pick a "
-                    "release whose CANN supports this driver")]
+    fix = {"outside": ": install a driver in that range first, or pick a release whose CANN supports this driver",
+           "missing": ": install the NPU driver first (npu_driver stage)",
+           "unknown": ""}[status]
+    return [finding(host, "driver", spec, driver_version, f"{what} {cann_version}'s required_package_driver_version",
+                    f"{host}: {sentence}{fix}")]
 
 
 def torch_npu_row(table, torch_npu):
@@ -394,6 +387,104 @@ def check_nodes_agree(end_versions):
                                "one version on every node (HCCL EI0008: CANN versions differ between nodes)",
                                f"{comp} would differ between nodes: {parts}; run on every node (no --limit) or "
                                "finish the failed batch first"))
+    return out
+
+
+# Components every node of one job must carry at the same version (driver and CANN: HCCL connects the
+# nodes' CANN runtimes, and each CANN declares the drivers it runs on).
+AGREE_COMPONENTS = ("driver", "cann_toolkit", "cann_kernels")
+AGREE_RULE = "one driver and CANN version on every node of a job (HCCL: CANN versions must not differ between nodes)"
+# The role variable a site sets to leave the release for one component.
+SETTINGS = {"driver": "npu_driver_version", "firmware": "npu_driver_firmware_version", "cann_toolkit": "cann_version",
+            "cann_kernels": "cann_version", "docker_runtime": "container_runtime_ascend_runtime_version"}
+
+
+def run_end(release, overrides=None):
+    """``{component: version}`` a node of this run ends on: the release's host versions, with the versions the
+    site set itself (``overrides``: ``{component: version}``, empty values ignored)."""
+    out = {k: v for k, v in release["host"].items() if v is not None}
+    out.update({k: str(v) for k, v in (overrides or {}).items() if v not in (None, "")})
+    return out
+
+
+def check_run_agrees(ends, release_name, components=AGREE_COMPONENTS):
+    """The nodes of this run would end on different versions (a version set for some nodes only):
+    ``ends``: ``{host: {component: version}}``."""
+    out = []
+    for comp in components:
+        groups = {}
+        for host in sorted(ends or {}):
+            version = (ends[host] or {}).get(comp)
+            key = next((seen for seen in groups if versions_equal(seen, version)), version)
+            groups.setdefault(key, []).append(host)
+        if len(groups) > 1:
+            parts = "; ".join(f"{v if v is not None else 'none'} on {', '.join(h)}" for v, h in groups.items())
+            setting = SETTINGS.get(comp, comp)
+            out.append(finding(", ".join(sorted(ends)), comp, None, parts, AGREE_RULE,
+                               f"{comp} would differ between the nodes of this run: {parts} (release "
+                               f"{release_name}, {setting} set for some nodes only; {AGREE_RULE}): set {setting} "
+                               "for every node or for none"))
+    return out
+
+
+def check_left_out(installed, ends, release_name, components=AGREE_COMPONENTS):
+    """Nodes outside this run (``--limit``) that carry another driver/CANN than the nodes of this run end on.
+    ``installed``: ``{host: {component: version}}`` of the nodes left out (None: nothing installed, which is
+    not a different version); ``ends``: ``{host: {component: version}}`` of the nodes of this run."""
+    out = []
+    for host in sorted(installed or {}):
+        for comp in components:
+            have = (installed[host] or {}).get(comp)
+            wants = []
+            for versions in (ends or {}).values():
+                want = (versions or {}).get(comp)
+                if want and not any(versions_equal(w, want) for w in wants):
+                    wants.append(want)
+            if not have or not wants or any(versions_equal(have, w) for w in wants):
+                continue
+            want_text = " / ".join(wants)
+            out.append(finding(host, comp, want_text, have, AGREE_RULE,
+                               f"{host}: {comp} {have} is installed there (outside this run: --limit) but the nodes "
+                               f"of this run end on {comp} {want_text} (release {release_name}); {AGREE_RULE}: run "
+                               f"on every node (add {host} to --limit), or bring {host} to {want_text} first"))
+    return out
+
+
+def installed_from_cann_info(result):
+    """``{driver, cann_toolkit, cann_kernels}`` installed, from a cann_info result (install records only)."""
+    active = (result or {}).get("active") or {}
+    return {"driver": (result or {}).get("driver_version"),
+            "cann_toolkit": active.get("version") if active.get("installed") else None,
+            "cann_kernels": ((active.get("kernels") or {}).get("version")
+                             if (active.get("kernels") or {}).get("installed") else None)}
+
+
+def check_end_state(host, end, driver, firmware, kernels, package=None):
+    """The versions a node of this run ends on against the vendor's records it has now: ``end``
+    (``{component: version}``, run_end); ``driver``: ``{version, info}`` installed (its version.info);
+    ``firmware``: ``{version}`` installed; ``kernels``: ``{version, required}`` of the installed CANN kernels.
+    The firmware the node ends on within the end driver's compatible_version_fw (when that driver is the one
+    installed: a new driver's range is checked by npu_driver from its package); the end driver within the
+    required_package_driver_version of the CANN it ends on: the installed one's, or (``package``:
+    ``{version, required}`` read from the CANN packages this run installs) the new one's."""
+    out = []
+    drv_version, drv_info = (driver or {}).get("version"), (driver or {}).get("info") or {}
+    declares_fw = any(str(k).lower() == "compatible_version_fw" for k in drv_info)
+    if (end.get("driver") and end.get("firmware") and drv_version and declares_fw
+            and versions_equal(drv_version, end["driver"])):
+        out += check_firmware(host, end["driver"], drv_info, end["firmware"])
+    k_version = (kernels or {}).get("version")
+    cann = end.get("cann_kernels") or end.get("cann_toolkit")
+    pkg_version = (package or {}).get("version")
+    if cann and end.get("driver"):
+        if k_version and versions_equal(k_version, cann):
+            required = (kernels or {}).get("required") or {}
+        elif pkg_version and versions_equal(pkg_version, cann):
+            required = (package or {}).get("required") or {}
+        else:
+            required = {}
+        out += check_cann_driver(host, cann, required, end["driver"], what="CANN",
+                                 driver_label="the driver this node ends on")
     return out
 
 
@@ -524,6 +615,7 @@ def compare(host, installed, expected):
 __all__ = [
     "ReleaseError", "validate_release", "validate_table", "load_release", "list_releases", "release_path",
     "check_firmware", "check_cann_driver", "check_torch_npu", "check_cann_python", "check_trainer_torch",
-    "check_release", "check_nodes_agree", "check_image_label", "image_label", "expected_versions", "compare",
-    "parse_range", "in_pyrange", "same_release",
+    "check_release", "check_nodes_agree", "run_end", "check_run_agrees", "check_left_out", "check_end_state",
+    "installed_from_cann_info", "check_image_label", "image_label", "expected_versions", "compare", "parse_range",
+    "in_pyrange", "same_release",
 ]

@@ -219,6 +219,26 @@ def in_range(version, spec):
     return True
 
 
+def driver_fit(cann_version, spec, driver_version, what="CANN", driver_label="the installed driver"):
+    """A driver against the ``required_package_driver_version`` range a CANN package declares, the one
+    implementation of this rule (``compatibility`` below and ``ascend_release.check_cann_driver`` call it).
+    Returns ``(status, sentence)``: status ``ok`` (or no range declared), ``outside``, ``unknown`` (a version
+    that does not compare) or ``missing`` (no driver); the sentence names both versions and the rule."""
+    if not spec:
+        return "ok", ""
+    if not driver_version:
+        return "missing", (f"{what} {cann_version} needs NPU driver {spec} (required_package_driver_version); "
+                           "no installed driver was found")
+    verdict = in_range(driver_version, spec)
+    if verdict is True:
+        return "ok", ""
+    if verdict is None:
+        return "unknown", (f"cannot tell whether driver {driver_version} is inside {what} {cann_version}'s "
+                           f"required_package_driver_version {spec} (a version that does not compare)")
+    return "outside", (f"{what} {cann_version} needs NPU driver {spec} (required_package_driver_version) but "
+                       f"{driver_label} is {driver_version}")
+
+
 def compatibility(toolkit_version, kernels_version=None, driver_version=None, required=None):
     """Check one CANN version against its kernels and the installed driver.
 
@@ -229,17 +249,11 @@ def compatibility(toolkit_version, kernels_version=None, driver_version=None, re
     if kernels_version and not versions_equal(kernels_version, toolkit_version):
         problems.append(f"the kernels package is version {kernels_version} but the toolkit is {toolkit_version}; "
                         "kernels and toolkit must be the same CANN version")
-    spec = (required or {}).get("driver")
-    if spec and driver_version:
-        verdict = in_range(driver_version, spec)
-        if verdict is False:
-            problems.append(f"CANN {toolkit_version} needs NPU driver {spec} but the installed driver is "
-                            f"{driver_version}")
-        elif verdict is None:
-            warnings.append(f"cannot tell whether driver {driver_version} is in CANN {toolkit_version}'s "
-                            f"required range {spec} (a version that does not compare)")
-    elif spec and not driver_version:
-        warnings.append(f"CANN {toolkit_version} needs NPU driver {spec}; no installed driver was found")
+    status, sentence = driver_fit(toolkit_version, (required or {}).get("driver"), driver_version)
+    if status == "outside":
+        problems.append(sentence)
+    elif status in ("unknown", "missing"):
+        warnings.append(sentence)
     return {"ok": not problems, "problems": problems, "warnings": warnings}
 
 

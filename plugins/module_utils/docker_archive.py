@@ -32,7 +32,8 @@ def _member_bytes(tar, name, path):
 
 
 def read_archive(path):
-    """The images of an archive: ``[{"id": "sha256:...", "repo_tags": [...], "layers": n}]``."""
+    """The images of an archive: ``[{"id": "sha256:...", "repo_tags": [...], "layers": n, "labels": {...}}]``
+    (``labels``: the image config's ``config.Labels``, e.g. the ``ascendops.release`` the image was built from)."""
     try:
         tar = tarfile.open(path, mode="r:*")  # noqa: SIM115 (closed by the with below)
     except (OSError, tarfile.TarError) as exc:
@@ -49,10 +50,15 @@ def read_archive(path):
             if not isinstance(entry, dict) or not entry.get("Config"):
                 raise DockerArchiveError(f"{path}: a manifest.json entry has no Config.")
             config = _member_bytes(tar, entry["Config"], path)
+            try:
+                labels = (json.loads(config).get("config") or {}).get("Labels") or {}
+            except (ValueError, AttributeError):
+                labels = {}
             images.append({
                 "id": "sha256:" + hashlib.sha256(config).hexdigest(),
                 "repo_tags": list(entry.get("RepoTags") or []),
                 "layers": len(entry.get("Layers") or []),
+                "labels": dict(labels) if isinstance(labels, dict) else {},
             })
     return images
 
@@ -83,7 +89,7 @@ class DockerArchiveInfo:
             images = read_archive(p["path"])
         except DockerArchiveError as exc:
             self.module.fail_json(msg=str(exc), path=p["path"])
-        result = dict(changed=False, path=p["path"], images=images, id=None, repo_tags=[])
+        result = dict(changed=False, path=p["path"], images=images, id=None, repo_tags=[], labels={})
         chosen = images[0] if len(images) == 1 and not p["image"] else None
         if p["image"]:
             want = normalize_reference(p["image"])
@@ -98,5 +104,5 @@ class DockerArchiveInfo:
         elif chosen is None:
             self.module.fail_json(msg=f"{p['path']} holds {len(images)} images; name the one wanted (image).",
                                   **result)
-        result.update(id=chosen["id"], repo_tags=chosen["repo_tags"])
+        result.update(id=chosen["id"], repo_tags=chosen["repo_tags"], labels=chosen["labels"])
         self.module.exit_json(**result)

@@ -59,8 +59,13 @@ repo_tags:
   type: list
   elements: str
   sample: [localhost/ascendops-trainer:latest]
+labels:
+  description: Labels of the wanted image (its config's C(Labels)), e.g. C(ascendops.release).
+  returned: success
+  type: dict
+  sample: {ascendops.release: '{"release":"sim","cann":null}'}
 images:
-  description: Every image in the archive (C(id), C(repo_tags), C(layers)).
+  description: Every image in the archive (C(id), C(repo_tags), C(layers), C(labels)).
   returned: always
   type: list
   elements: dict

@@ -31,7 +31,7 @@ podman image exists "$base" || { echo "layers.sh: $base is missing (sim/image/bu
   { echo "layers.sh: no simulated packages (sim/packages/build-all.sh)" >&2; exit 1; }
 
 stamp=$( { podman image inspect --format '{{.Id}}' "$base"
-           (cd "$repo" && find roles plugins playbooks sim/image/layers sim/image/layers.sh sim/versions.env meta \
+           (cd "$repo" && find roles plugins playbooks sim/image/layers sim/image/layers.sh releases meta \
               molecule/conftest.py molecule/ascend_verify.py molecule/shared/test_driver_layer.py \
               -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum)
            cat "$repo/sim/build/packages/current/SHA256SUMS"; } | sha256sum | cut -c1-16)

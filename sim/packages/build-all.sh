@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SIMULATION ONLY - builds the two simulated Ascend package sets the simulated cluster uses
-# (the entry point of `make packages`), with the versions of sim/versions.env:
-#   sim/build/packages/current   SIM_CURRENT_{DRIVER,FIRMWARE,CANN,RUNTIME}
-#   sim/build/packages/previous  SIM_PREVIOUS_{DRIVER,FIRMWARE,CANN,RUNTIME}
-#   sim/build/packages/cann-next       SIM_NEXT_CANN toolkit + kernels only, needs driver >= the current one (upgrade)
-#   sim/build/packages/cann-newdriver  SIM_NEWDRIVER_CANN toolkit + kernels only, needs a driver newer than any (refusal)
+# (the entry point of `make packages`), with the versions of the simulated releases:
+#   sim/build/packages/current   releases/sim.yml's host driver, firmware, CANN, Ascend Docker Runtime
+#   sim/build/packages/previous  releases/sim-previous.yml's (what the upgrade tests start from)
+#   sim/build/packages/cann-next       sim/packages/cann-sets.yml next: toolkit + kernels only, needs driver >= the
+#                                      current one (upgrade)
+#   sim/build/packages/cann-newdriver  cann-sets.yml newdriver: toolkit + kernels only, needs a driver newer than
+#                                      any (refusal)
 # A set is rebuilt only when its inputs (sim/packages, sim/npu stand-ins, versions, arch) changed.
 #   usage: sim/packages/build-all.sh [--force]
 #   ASCEND_SIM_ARCH overrides uname -m; ASCEND_SIM_PACKAGES_DIR overrides sim/build/packages.
@@ -14,8 +16,21 @@ repo=$(cd "$here/../.." && pwd)
 arch=${ASCEND_SIM_ARCH:-$(uname -m)}
 force=${1:-}
 dest=${ASCEND_SIM_PACKAGES_DIR:-$repo/sim/build/packages}
-# shellcheck source=../versions.env
-. "$repo/sim/versions.env"
+# PyYAML reads the release files: the project's virtualenv (make puts it on PATH), else python3.
+py=${PYTHON:-python3}
+[ -n "${PYTHON:-}" ] || [ ! -x "$repo/.venv/bin/python" ] || py=$repo/.venv/bin/python
+get() { "$py" "$repo/sim/yaml-get.py" "$@"; }
+release_set() {  # driver firmware CANN runtime of a release file, one per line
+  get "$1" host.driver host.firmware host.cann_toolkit host.docker_runtime
+}
+current=$(release_set "$repo/releases/sim.yml")
+previous=$(release_set "$repo/releases/sim-previous.yml")
+cann_sets=$(get "$here/cann-sets.yml" next.cann newdriver.cann newdriver.min_driver)
+{ read -r SIM_CURRENT_DRIVER; read -r SIM_CURRENT_FIRMWARE; read -r SIM_CURRENT_CANN; read -r SIM_CURRENT_RUNTIME; } \
+  <<< "$current"
+{ read -r SIM_PREVIOUS_DRIVER; read -r SIM_PREVIOUS_FIRMWARE; read -r SIM_PREVIOUS_CANN; read -r SIM_PREVIOUS_RUNTIME; } \
+  <<< "$previous"
+{ read -r SIM_NEXT_CANN; read -r SIM_NEWDRIVER_CANN; read -r SIM_NEWDRIVER_MIN_DRIVER; } <<< "$cann_sets"
 
 inputs=$( (cd "$repo" && find sim/packages sim/npu/ascend_sim sim/npu/npu-smi sim/npu/hccn_tool \
              sim/npu/upgrade-tool -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 |

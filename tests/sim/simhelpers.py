@@ -12,12 +12,14 @@ SIM_PACKAGES = REPO / "sim" / "packages"
 
 
 def sim_versions(which: str) -> dict:
-    """``current`` or ``previous`` package versions from sim/versions.env (defined once there)."""
-    env = dict(
-        line.split("=", 1) for line in (REPO / "sim" / "versions.env").read_text().splitlines()
-        if line and not line.startswith("#")
-    )
-    return {k: env[f"SIM_{which.upper()}_{k.upper()}"] for k in ("driver", "firmware", "cann", "runtime")}
+    """``current`` or ``previous`` package versions: the simulated releases (releases/sim.yml,
+    releases/sim-previous.yml), which sim/packages/build-all.sh builds the packages from."""
+    import yaml  # the project's virtualenv
+
+    name = {"current": "sim", "previous": "sim-previous"}[which]
+    host = yaml.safe_load((REPO / "releases" / f"{name}.yml").read_text())["host"]
+    return {"driver": host["driver"], "firmware": host["firmware"], "cann": host["cann_toolkit"],
+            "runtime": host["docker_runtime"]}
 
 
 CURRENT = sim_versions("current")

@@ -1,5 +1,5 @@
 """CANN: the current version installed fresh, then the next one beside it with latest moved; refusals installed
-nothing. Versions from sim/versions.env."""
+nothing. Versions from releases/sim.yml and sim/packages/cann-sets.yml."""
 
 from ascend_verify import CURRENT, NEWDRIVER_CANN, NEXT_CANN, installs, key_values
 

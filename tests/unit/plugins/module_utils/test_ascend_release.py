@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,26 +52,76 @@ def test_the_releases_the_issue_asks_for_are_there():
     assert new["image"]["torch"] == "2.6.0" and new["image"]["cann"] == "8.2.RC1"
 
 
-def test_sample_inventory_release_matches_the_role_defaults_of_today():
-    """910b-cann8.0.0 is what the roles install now (a later change makes the defaults read it)."""
-    rel = release("910b-cann8.0.0")
-    defaults = {}
-    for role in ("npu_driver", "cann", "container_runtime"):
-        defaults.update(yaml.safe_load((REPO / "roles" / role / "defaults" / "main.yml").read_text()))
-    assert rel["host"]["driver"] == defaults["npu_driver_version"]
-    assert rel["host"]["firmware"] == defaults["npu_driver_firmware_version"]
-    assert rel["host"]["cann_toolkit"] == defaults["cann_version"]
-    assert rel["host"]["docker_runtime"] == defaults["container_runtime_ascend_runtime_version"]
-    assert rel["image"]["reference"] == defaults["container_runtime_image"]
+# (role, variable, key of the release) of every role version default that comes from the release
+RELEASE_DEFAULTS = [
+    ("npu_driver", "npu_driver_version", "host.driver"),
+    ("npu_driver", "npu_driver_firmware_version", "host.firmware"),
+    ("cann", "cann_version", "host.cann_toolkit"),
+    ("container_runtime", "container_runtime_ascend_runtime_version", "host.docker_runtime"),
+    ("container_runtime", "container_runtime_image", "image.reference"),
+]
 
 
-def test_sim_release_agrees_with_sim_versions_env():
-    env = parse_key_value((REPO / "sim" / "versions.env").read_text())
-    host = release("sim")["host"]
-    assert host["driver"] == env["SIM_CURRENT_DRIVER"]
-    assert host["firmware"] == env["SIM_CURRENT_FIRMWARE"]
-    assert host["cann_toolkit"] == env["SIM_CURRENT_CANN"] == host["cann_kernels"]
-    assert host["docker_runtime"] == env["SIM_CURRENT_RUNTIME"]
+def _defaults_play(tmp_path, *extra):
+    """A play that loads the roles' defaults the way the roles do and prints the version variables."""
+    files = [str(REPO / "roles" / role / "defaults" / "main.yml")
+             for role in ("ascend", "npu_driver", "cann", "container_runtime", "launch")]
+    play = tmp_path / "play.yml"
+    play.write_text(yaml.safe_dump([{
+        "hosts": "localhost", "gather_facts": False, "vars_files": files,
+        "tasks": [{"ansible.builtin.copy": {
+            "content": "{{ {'driver': npu_driver_version, 'firmware': npu_driver_firmware_version, "
+                       "'cann': cann_version, 'runtime': container_runtime_ascend_runtime_version, "
+                       "'image': container_runtime_image, 'launch_image': launch_image} | to_json }}",
+            "dest": str(tmp_path / "out.json"), "mode": "0644"}}]}]))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"))
+    bin_dir = Path(sys.executable).parent
+    proc = subprocess.run([str(bin_dir / "ansible-playbook"), str(play), "-i", "localhost,", "-c", "local",
+                           "-e", f"ansible_python_interpreter={sys.executable}", *extra],
+                          capture_output=True, text=True, env=env, cwd=REPO, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return json.loads((tmp_path / "out.json").read_text())
+
+
+def test_every_role_version_default_names_the_release():
+    for role, var, key in RELEASE_DEFAULTS:
+        defaults = yaml.safe_load((REPO / "roles" / role / "defaults" / "main.yml").read_text())
+        assert defaults[var] == "{{ ascend_release_manifest." + key + " }}", (role, var)
+        for name in r.list_releases(str(RELEASES)):
+            part, field = key.split(".")
+            assert release(name)[part][field], (name, key)
+
+
+@pytest.mark.slow
+def test_the_role_defaults_follow_the_selected_release_and_an_override_wins(tmp_path):
+    out = _defaults_play(tmp_path)  # roles/ascend's default release: what the sample inventory installs
+    assert out == {"driver": "24.1.rc1", "firmware": "7.5.0.2.220", "cann": "8.0.0", "runtime": "6.0.0",
+                   "image": "localhost/ascendops-trainer:latest", "launch_image": "localhost/ascendops-trainer:latest"}
+    out = _defaults_play(tmp_path, "-e", "ascend_release=910b-cann8.2.rc1", "-e", "cann_version=8.3.RC1")
+    assert out["driver"] == "25.0.rc1.1" and out["firmware"] == "7.7.0.1.231"
+    assert out["image"] == out["launch_image"] == "localhost/ascendops-trainer:910b-cann8.2.rc1"
+    assert out["cann"] == "8.3.RC1"  # the site's own version wins (validate.yml checks it like the rest)
+
+
+def test_the_simulated_packages_are_built_from_the_simulated_releases():
+    """sim/packages/build-all.sh reads its versions through sim/yaml-get.py (sim/versions.env is gone)."""
+    for name in ("sim", "sim-previous"):
+        proc = subprocess.run([sys.executable, str(REPO / "sim" / "yaml-get.py"), str(RELEASES / f"{name}.yml"),
+                               "host.driver", "host.firmware", "host.cann_toolkit", "host.docker_runtime"],
+                              capture_output=True, text=True, check=True)
+        host = release(name)["host"]
+        assert proc.stdout.split() == [host["driver"], host["firmware"], host["cann_toolkit"], host["docker_runtime"]]
+        assert host["cann_toolkit"] == host["cann_kernels"]
+    assert release("sim-previous")["host"]["driver"] != release("sim")["host"]["driver"]
+    script = (REPO / "sim" / "packages" / "build-all.sh").read_text()
+    assert "releases/sim.yml" in script and "releases/sim-previous.yml" in script
+    assert not (REPO / "sim" / "versions.env").exists()
+
+
+def test_yaml_get_names_the_file_and_a_missing_key(tmp_path):
+    proc = subprocess.run([sys.executable, str(REPO / "sim" / "yaml-get.py"), str(RELEASES / "sim.yml"), "host.nope"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 1 and "sim.yml: host.nope: missing" in proc.stderr
 
 
 def test_sim_release_image_matches_the_cpu_build_pins():
@@ -170,8 +223,9 @@ def test_driver_within_the_range_a_cann_package_declares():
     assert r.check_cann_driver("n1", "8.2.RC1", KERNELS_INFO, "8.0") == []
     assert r.check_cann_driver("n1", "8.2.RC1", {"driver": ">=25.0.rc1"}, "25.0.rc1.1") == []
     found = r.check_cann_driver("n2", "8.2.RC1", {"driver": ">=25.0.rc1"}, "24.1.rc1")
-    assert found[0]["msg"].startswith("n2: driver 24.1.rc1 is outside CANN 8.2.RC1's "
-                                      "required_package_driver_version=>=25.0.rc1")
+    assert found[0]["msg"] == ("n2: CANN 8.2.RC1 needs NPU driver >=25.0.rc1 (required_package_driver_version) but "
+                               "the installed driver is 24.1.rc1: install a driver in that range first, or pick a "
+                               "release whose CANN supports this driver")
     info = parse_key_value(KERNELS_INFO)
     assert r.check_cann_driver("n1", "8.2.RC1", info, "8.3")[0]["expected"] == ">=7.6, <=8.2"
 
@@ -309,7 +363,8 @@ def test_compare_orders_mismatches_first_and_compares_as_versions():
 def test_filters_are_registered_and_release_check_combines_the_node_rules():
     filters = FilterModule().filters()
     assert set(filters) == {"release_load", "release_check", "release_compare", "release_expected",
-                            "release_nodes_differ"}
+                            "release_nodes_differ", "release_run_end", "release_run_agrees", "release_left_out",
+                            "release_end_state", "release_installed", "release_image_label"}
     rel = filters["release_load"]("910b-cann8.2.rc1", str(RELEASES))
     node = {"driver": {"version": "24.1.rc1", "info": DRIVER_INFO}, "firmware": {"version": "7.5.0.2.220"},
             "cann": {"version": "8.2.RC1", "required": {"driver": ">=25.0.rc1"}}}

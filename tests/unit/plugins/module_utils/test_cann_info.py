@@ -181,7 +181,8 @@ def test_kernels_version_compares_as_a_version():
 
 def test_driver_too_old_is_refused_naming_both():
     result = compatibility("8.2.RC1", "8.2.RC1", "24.1.rc1", {"driver": ">=25.0.rc1"})
-    assert result["problems"] == ["CANN 8.2.RC1 needs NPU driver >=25.0.rc1 but the installed driver is 24.1.rc1"]
+    assert result["problems"] == ["CANN 8.2.RC1 needs NPU driver >=25.0.rc1 (required_package_driver_version) "
+                                  "but the installed driver is 24.1.rc1"]
 
 
 def test_uncomparable_driver_is_a_warning_not_a_refusal():
@@ -233,3 +234,21 @@ def test_package_without_version_data_falls_back_to_the_configured_version(tmp_p
 def test_gather_without_packages_reports_only_the_state(tmp_path):
     result = CannQuery(lambda argv: (0, "", ""), str(tmp_path), ARCH).gather()
     assert set(result) == {"active", "toolkits", "versions", "driver_version"}
+
+
+def test_the_release_check_and_the_cann_roles_check_give_one_verdict():
+    """cann_info.driver_fit is the one implementation: ascend_release.check_cann_driver says the same."""
+    from ansible_collections.ascendops.cluster.plugins.module_utils import ascend_release
+
+    cases = {("24.1.rc1", ">=25.0.rc1"): "problem", ("25.0.rc1.1", ">=25.0.rc1"): None,
+             ("8.3.T5.0.B028", ">=7.6"): "warning", (None, ">=7.6"): "warning"}
+    for (driver, spec), kind in cases.items():
+        result = compatibility("8.2.RC1", None, driver, {"driver": spec})
+        findings = ascend_release.check_cann_driver("n1", "8.2.RC1", {"driver": spec}, driver)
+        sentences = result["problems"] + result["warnings"]
+        if kind is None:
+            assert sentences == [] and findings == []
+            continue
+        assert len(sentences) == 1 and len(findings) == 1
+        assert bool(result["problems"]) == (kind == "problem")
+        assert findings[0]["msg"].startswith("n1: " + sentences[0])

@@ -35,7 +35,7 @@ def _podman_style(tmp_path, tags=("localhost/ascendops-trainer:latest",), mode="
 
 def test_podman_save_layout_id_is_the_config_digest(tmp_path):
     assert read_archive(_podman_style(tmp_path)) == [
-        {"id": CONFIG_ID, "repo_tags": ["localhost/ascendops-trainer:latest"], "layers": 1}]
+        {"id": CONFIG_ID, "repo_tags": ["localhost/ascendops-trainer:latest"], "layers": 1, "labels": {}}]
 
 
 def test_oci_style_config_path_and_gzip(tmp_path):

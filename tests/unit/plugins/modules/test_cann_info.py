@@ -65,7 +65,8 @@ def test_checks_packages_against_the_installed_driver(run_module, tmp_path):
     assert res["packages"]["kernels"]["build"] == "8.2.0.0.201"
     assert res["compatibility"]["ok"] is False
     assert res["compatibility"]["problems"] == [
-        "CANN 8.2.RC1 needs NPU driver >=7.6, <=8.2 but the installed driver is 24.1.rc1"]
+        "CANN 8.2.RC1 needs NPU driver >=7.6, <=8.2 (required_package_driver_version) but the installed driver is "
+        "24.1.rc1"]
 
 
 def test_kernels_of_another_version_in_check_mode(run_module, tmp_path):

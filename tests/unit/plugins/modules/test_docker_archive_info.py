@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 from ansible_collections.ascendops.cluster.plugins.modules import docker_archive_info
 from ansible_collections.ascendops.cluster.tests.unit.plugins.module_utils.test_docker_archive import (
     CONFIG_ID,
+    _archive,
     _podman_style,
 )
 
@@ -24,3 +27,12 @@ def test_module_names_what_the_archive_holds_when_the_image_is_not_there(run_mod
 def test_module_fails_cleanly_on_a_missing_file(run_module, tmp_path):
     r = run_module(docker_archive_info.main, {"path": str(tmp_path / "absent.tar")})
     assert r["failed"] and "absent.tar" in r["msg"]
+
+
+def test_module_returns_the_wanted_images_labels(run_module, tmp_path):
+    """The ascendops.release label build-image.sh writes: validate.yml compares it with the release."""
+    config = json.dumps({"config": {"Labels": {"ascendops.release": '{"release":"sim"}'}}}).encode()
+    path = _archive(tmp_path / "img.tar", [{"Config": "c.json", "RepoTags": ["localhost/ascendops-trainer:latest"]}],
+                    {"c.json": config})
+    r = run_module(docker_archive_info.main, {"path": path, "image": "localhost/ascendops-trainer:latest"})
+    assert not r.get("failed") and r["labels"] == {"ascendops.release": '{"release":"sim"}'}

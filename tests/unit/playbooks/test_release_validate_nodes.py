@@ -1,0 +1,134 @@
+"""validate.yml's release checks on two local "nodes" whose install trees are written here from the
+documented record formats (roles/ascend/tasks/release_validate.yml, the validate_nodes part): a --limit run
+that would leave a node outside it on another driver is refused before any change, naming the node, the
+driver and both versions; the whole inventory on one version passes; a node's installed CANN that does not
+run the release's driver is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+FIXTURES = REPO / "tests" / "unit" / "plugins" / "fixtures"
+pytestmark = pytest.mark.slow
+
+
+def install_tree(root: Path, driver: str, cann: str = "8.0.0", driver_range: str = ">=23.0, <=24.1.rc3"):
+    (root / "driver").mkdir(parents=True)
+    info = (FIXTURES / "driver_version.info").read_text().replace("Version=24.1.rc1", f"Version={driver}")
+    (root / "driver" / "version.info").write_text(info.replace("[7.0.0,7.2.99]", "[7.0.0,7.7.99]"))
+    (root / "firmware").mkdir()
+    (root / "firmware" / "version.info").write_text("Version=7.5.0.2.220\n")
+    tk = root / "ascend-toolkit" / cann
+    (tk / "x86_64-linux").mkdir(parents=True)
+    (tk / "x86_64-linux" / "ascend_toolkit_install.info").write_text(
+        f"package_name=Ascend-cann-toolkit\nversion={cann}\nversion_dir={cann}\narch=x86_64\n")
+    (tk / "opp_kernel").mkdir()
+    (tk / "opp_kernel" / "version.info").write_text(
+        f'Version=8.0.0.0.201\nversion_dir={cann}\nrequired_package_driver_version="{driver_range}"\n')
+    os.symlink(cann, root / "ascend-toolkit" / "latest")
+
+
+def package(directory: Path, name: str, version_info: str):
+    """A .run stand-in answering `--tar xOf ./version.info` like a makeself archive does."""
+    directory.mkdir(exist_ok=True)
+    (directory / f"{name}.version.info").write_text(version_info)
+    data = directory / f"{name}.version.info"
+    (directory / name).write_text(f'#!/bin/sh\n[ "$1 $2 $3" = "--tar xOf ./version.info" ] && cat "{data}"\n')
+    (directory / name).chmod(0o755)
+
+
+def run(tmp_path, *extra):
+    py = sys.executable
+    hosts = {f"n{i}": {"ansible_connection": "local", "ansible_python_interpreter": py,
+                       "ascend_install_path": str(tmp_path / f"n{i}"),
+                       "ascend_package_dir": str(tmp_path / "packages")} for i in (1, 2)}
+    inv = tmp_path / "hosts.json"
+    inv.write_text(json.dumps({"all": {"children": {"npu_nodes": {"hosts": hosts}}}}))
+    markers = tmp_path / "changed"
+    markers.mkdir()
+    play = tmp_path / "play.yml"
+    play.write_text(yaml.safe_dump([
+        {"name": "Release checks", "hosts": "npu_nodes", "gather_facts": False, "any_errors_fatal": True,
+         "tasks": [{"name": "Release", "ansible.builtin.include_role": {
+             "name": "ascendops.cluster.ascend", "tasks_from": "release_validate"}}]},
+        {"name": "Stand-in stage", "hosts": "npu_nodes", "gather_facts": False,
+         "tasks": [{"name": "Stage | Change something", "ansible.builtin.copy": {
+             "content": "changed\n", "dest": f"{markers}/{{{{ inventory_hostname }}}}", "mode": "0644"}}]},
+    ], sort_keys=False))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               PATH=f"{Path(py).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    proc = subprocess.run([str(Path(py).parent / "ansible-playbook"), str(play), "-i", str(inv), *extra],
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=300, check=False)
+    return proc.returncode, " ".join((proc.stdout + proc.stderr).split()), sorted(p.name for p in markers.iterdir())
+
+
+def test_a_limit_run_leaving_a_node_on_another_driver_is_refused_before_any_change(tmp_path):
+    install_tree(tmp_path / "n1", "24.1.rc1")
+    install_tree(tmp_path / "n2", "23.0.0")
+    rc, text, changed = run(tmp_path, "--limit", "n1")
+    assert rc != 0
+    assert ("n2: driver 23.0.0 is installed there (outside this run: --limit) but the nodes of this run end on "
+            "driver 24.1.rc1 (release 910b-cann8.0.0)") in text
+    assert changed == []
+
+
+def test_a_limit_run_whose_other_nodes_carry_the_release_passes(tmp_path):
+    install_tree(tmp_path / "n1", "24.1.rc1")
+    install_tree(tmp_path / "n2", "24.1.rc1")
+    rc, text, changed = run(tmp_path, "--limit", "n1")
+    assert rc == 0, text[-3000:]
+    assert changed == ["n1"]
+
+
+def test_the_whole_inventory_in_one_run_brings_every_node_to_the_release(tmp_path):
+    install_tree(tmp_path / "n1", "24.1.rc1")
+    install_tree(tmp_path / "n2", "23.0.0")
+    rc, text, changed = run(tmp_path)
+    assert rc == 0, text[-3000:]
+    assert changed == ["n1", "n2"]
+
+
+def test_an_installed_cann_that_does_not_run_the_drivers_the_site_sets_is_refused(tmp_path):
+    install_tree(tmp_path / "n1", "24.1.rc1")
+    install_tree(tmp_path / "n2", "24.1.rc1")
+    rc, text, changed = run(tmp_path, "-e", "npu_driver_version=25.0.rc1.1")
+    assert rc != 0
+    assert ("n1: CANN 8.0.0 needs NPU driver >=23.0, <=24.1.rc3 (required_package_driver_version) but the driver "
+            "this node ends on is 25.0.rc1.1") in text
+    assert changed == []
+
+
+def test_a_cann_the_site_sets_is_refused_when_its_packages_need_another_driver(tmp_path):
+    install_tree(tmp_path / "n1", "24.1.rc1")
+    install_tree(tmp_path / "n2", "24.1.rc1")
+    arch = os.uname().machine
+    package(tmp_path / "packages", f"Ascend-cann-toolkit_8.2.RC1_linux-{arch}.run",
+            "Version=8.2.RC1\nversion_dir=8.2.RC1\n")
+    package(tmp_path / "packages", f"Ascend-cann-kernels-910b_8.2.RC1_linux-{arch}.run",
+            'Version=8.2.0.0.201\nversion_dir=8.2.RC1\nrequired_package_driver_version=">=25.0.rc1"\n')
+    rc, text, changed = run(tmp_path, "-e", "cann_version=8.2.RC1")
+    assert rc != 0
+    assert ("n1: CANN 8.2.RC1 needs NPU driver >=25.0.rc1 (required_package_driver_version) but the driver this "
+            "node ends on is 24.1.rc1") in text
+    assert changed == []
+
+
+def test_a_cann_the_site_sets_passes_with_the_driver_its_packages_need(tmp_path):
+    install_tree(tmp_path / "n1", "24.1.rc1")
+    install_tree(tmp_path / "n2", "24.1.rc1")
+    arch = os.uname().machine
+    package(tmp_path / "packages", f"Ascend-cann-toolkit_8.2.RC1_linux-{arch}.run",
+            "Version=8.2.RC1\nversion_dir=8.2.RC1\n")
+    package(tmp_path / "packages", f"Ascend-cann-kernels-910b_8.2.RC1_linux-{arch}.run",
+            'Version=8.2.0.0.201\nversion_dir=8.2.RC1\nrequired_package_driver_version=">=25.0.rc1"\n')
+    rc, text, changed = run(tmp_path, "-e", "cann_version=8.2.RC1", "-e", "npu_driver_version=25.0.rc1.1")
+    assert rc == 0, text[-3000:]
+    assert changed == ["n1", "n2"]
