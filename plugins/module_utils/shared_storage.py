@@ -220,7 +220,7 @@ def io_test(path, name, size_mib, block_mib=1):
         start = time.monotonic()
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            for _ in range(count):
+            for _block in range(count):
                 os.write(fd, block)
             os.fsync(fd)
             if hasattr(os, "posix_fadvise"):

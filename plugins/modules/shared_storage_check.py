@@ -12,9 +12,9 @@ version_added: "0.1.0"
 description:
   - Checks that O(path) is a mount point (not a directory on the root file system) of one of
     O(fstypes), read from C(/proc/self/mountinfo).
-  - Unless in check mode, then: the marker C(.ascendops-shared-storage.json) is written with
+  - Unless in check mode, then the marker C(.ascendops-shared-storage.json) is written with
     O(marker_token) (O(marker_write), on one node) or read back with that token (on the others,
-    waiting up to O(marker_wait_s)): every node sees the same file system; root can create a
+    waiting up to O(marker_wait_s)), so every node sees the same file system; root can create a
     directory in O(path) and give it to O(uid)/O(gid) (the launch stage does that; NFS root squashing
     prevents it); O(size_mib) MiB are written (fsync) and read back as O(uid)/O(gid), the job's user,
     and the throughput in MB/s compared with O(min_write_mbps) and O(min_read_mbps).

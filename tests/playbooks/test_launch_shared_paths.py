@@ -31,8 +31,8 @@ def job_as_launch_sees_it(tmp_path):
             {"name": "Defaults",
              "ansible.builtin.include_vars": {"file": str(ROOT / "roles/launch/defaults/main.yml")}},
             {"name": "Vars", "ansible.builtin.include_vars": {"file": str(ROOT / "roles/launch/vars/main.yml")}},
-            {"name": "Write", "ansible.builtin.copy": {"content": "{{ __launch_job | to_json }}", "dest": str(out),
-                                                      "mode": "0644"}},
+            {"name": "Write",
+             "ansible.builtin.copy": {"content": "{{ __launch_job | to_json }}", "dest": str(out), "mode": "0644"}},
         ]}], sort_keys=False))
 
     def run(**extra):

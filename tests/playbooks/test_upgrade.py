@@ -13,6 +13,7 @@ pytestmark = pytest.mark.slow
 
 NODES = ("a2-node01", "a2-node02")
 
+
 def probe(installed=None, health=None, **per_node):
     facts = {}
     for node in NODES:

@@ -87,8 +87,8 @@ def test_mixed_nodes_outside_the_run_each_named():
     out = r.check_left_out({"n2": {"driver": "24.1.rc1", "cann_toolkit": "8.0.RC3", "cann_kernels": "8.0.RC3"},
                             "n3": {"driver": "23.0.0", "cann_toolkit": "8.0.0", "cann_kernels": "8.0.0"}},
                            ends, "x")
-    assert [(f["host"], f["component"]) for f in out] == [("n2", "cann_toolkit"), ("n2", "cann_kernels"),
-                                                         ("n3", "driver")]
+    assert [(f["host"], f["component"]) for f in out] == [
+        ("n2", "cann_toolkit"), ("n2", "cann_kernels"), ("n3", "driver")]
 
 
 def test_installed_versions_are_read_from_a_cann_info_result():

@@ -96,11 +96,11 @@ def test_mount_problems():
     entries = ss.parse_mountinfo(MOUNTINFO)
     entry, problems = ss.mount_problems("/mnt/ascendops", entries, ["nfs", "nfs4"], root_dev=1, path_dev=2)
     assert entry["fstype"] == "nfs4" and problems == []
-    _, problems = ss.mount_problems("/mnt/ascendops", entries, ["lustre"], 1, 2)
+    _entry, problems = ss.mount_problems("/mnt/ascendops", entries, ["lustre"], 1, 2)
     assert problems and "is a nfs4 file system" in problems[0] and "expected lustre" in problems[0]
-    _, problems = ss.mount_problems("/srv/shared", entries, [], 1, 1)
+    _entry, problems = ss.mount_problems("/srv/shared", entries, [], 1, 1)
     assert len(problems) == 1 and "not a mount point" in problems[0] and "ext4" in problems[0]
-    _, problems = ss.mount_problems("/mnt/ascendops", entries, [], root_dev=5, path_dev=5)
+    _entry, problems = ss.mount_problems("/mnt/ascendops", entries, [], root_dev=5, path_dev=5)
     assert "root file system" in problems[0]
 
 
@@ -113,7 +113,7 @@ def test_io_test_measures_and_removes_its_file(tmp_path):
 def test_as_user_runs_in_a_child_with_the_ids_and_reports_errors(tmp_path):
     uid, gid = os.getuid(), os.getgid()
     assert ss._as_user(uid, gid, lambda: [os.getuid(), os.getpid()])[0] == uid
-    assert ss._as_user(uid, gid, lambda: os.getpid()) != os.getpid()
+    assert ss._as_user(uid, gid, os.getpid) != os.getpid()
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o555)
     if os.geteuid() == 0:  # root passes any mode: the child drops to nobody's ids, which the directory refuses
