@@ -106,14 +106,18 @@ def test_an_installed_cann_that_does_not_run_the_drivers_the_site_sets_is_refuse
     assert changed == []
 
 
+def cann_8_2_packages(directory):
+    """CANN 8.2.RC1 toolkit and kernels whose version.info needs driver >= 25.0.rc1."""
+    arch = os.uname().machine
+    package(directory, f"Ascend-cann-toolkit_8.2.RC1_linux-{arch}.run", "Version=8.2.RC1\nversion_dir=8.2.RC1\n")
+    package(directory, f"Ascend-cann-kernels-910b_8.2.RC1_linux-{arch}.run",
+            'Version=8.2.0.0.201\nversion_dir=8.2.RC1\nrequired_package_driver_version=">=25.0.rc1"\n')
+
+
 def test_a_cann_the_site_sets_is_refused_when_its_packages_need_another_driver(tmp_path):
     install_tree(tmp_path / "n1", "24.1.rc1")
     install_tree(tmp_path / "n2", "24.1.rc1")
-    arch = os.uname().machine
-    package(tmp_path / "packages", f"Ascend-cann-toolkit_8.2.RC1_linux-{arch}.run",
-            "Version=8.2.RC1\nversion_dir=8.2.RC1\n")
-    package(tmp_path / "packages", f"Ascend-cann-kernels-910b_8.2.RC1_linux-{arch}.run",
-            'Version=8.2.0.0.201\nversion_dir=8.2.RC1\nrequired_package_driver_version=">=25.0.rc1"\n')
+    cann_8_2_packages(tmp_path / "packages")
     rc, text, changed = run(tmp_path, "-e", "cann_version=8.2.RC1")
     assert rc != 0
     assert ("n1: CANN 8.2.RC1 needs NPU driver >=25.0.rc1 (required_package_driver_version) but the driver this "
@@ -124,11 +128,7 @@ def test_a_cann_the_site_sets_is_refused_when_its_packages_need_another_driver(t
 def test_a_cann_the_site_sets_passes_with_the_driver_its_packages_need(tmp_path):
     install_tree(tmp_path / "n1", "24.1.rc1")
     install_tree(tmp_path / "n2", "24.1.rc1")
-    arch = os.uname().machine
-    package(tmp_path / "packages", f"Ascend-cann-toolkit_8.2.RC1_linux-{arch}.run",
-            "Version=8.2.RC1\nversion_dir=8.2.RC1\n")
-    package(tmp_path / "packages", f"Ascend-cann-kernels-910b_8.2.RC1_linux-{arch}.run",
-            'Version=8.2.0.0.201\nversion_dir=8.2.RC1\nrequired_package_driver_version=">=25.0.rc1"\n')
+    cann_8_2_packages(tmp_path / "packages")
     rc, text, changed = run(tmp_path, "-e", "cann_version=8.2.RC1", "-e", "npu_driver_version=25.0.rc1.1")
     assert rc == 0, text[-3000:]
     assert changed == ["n1", "n2"]
