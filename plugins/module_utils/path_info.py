@@ -1,0 +1,38 @@
+# Copyright: (c) 2026, ascendops engineering
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Many paths read in one call: whether each exists, its type, owner and mode.
+
+What a role needs to decide, before it acts, whether a list of paths is already right (device nodes
+the job's container gets, driver paths it mounts, directories it creates) without one ``stat`` task
+per path. Read-only.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as st
+
+
+def path_stat(path, follow=True):
+    """{path, exists, isdir, isreg, ischr, islnk, uid, gid, mode} of one path (mode as an octal string,
+    as Ansible's stat gives it). ``follow``: a symbolic link is described by its target (a dangling
+    link does not exist)."""
+    try:
+        info = os.stat(path) if follow else os.lstat(path)
+    except OSError:
+        return {"path": path, "exists": False}
+    return {"path": path, "exists": True, "isdir": st.S_ISDIR(info.st_mode), "isreg": st.S_ISREG(info.st_mode),
+            "ischr": st.S_ISCHR(info.st_mode), "islnk": st.S_ISLNK(info.st_mode), "uid": info.st_uid,
+            "gid": info.st_gid, "mode": f"{st.S_IMODE(info.st_mode):04o}"}
+
+
+class PathInfo:
+    """The path_info module's work: one stat per path, in the order given."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def run(self):
+        p = self.module.params
+        stats = [path_stat(path, p["follow"]) for path in p["paths"]]
+        self.module.exit_json(changed=False, stats=stats)
