@@ -9,21 +9,37 @@ per path. Read-only.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat as st
 
 
-def path_stat(path, follow=True):
-    """{path, exists, isdir, isreg, ischr, islnk, uid, gid, mode} of one path (mode as an octal string,
-    as Ansible's stat gives it). ``follow``: a symbolic link is described by its target (a dangling
-    link does not exist)."""
+def file_digest(path, algorithm):
+    """The hex digest of a file's content (read in 1 MiB blocks)."""
+    h = hashlib.new(algorithm)
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def path_stat(path, follow=True, checksum=None):
+    """{path, exists, isdir, isreg, ischr, islnk, uid, gid, mode[, checksum]} of one path (mode as an
+    octal string, as Ansible's stat gives it). ``follow``: a symbolic link is described by its target
+    (a dangling link does not exist). ``checksum``: a hashlib algorithm, for regular files."""
     try:
         info = os.stat(path) if follow else os.lstat(path)
     except OSError:
         return {"path": path, "exists": False}
-    return {"path": path, "exists": True, "isdir": st.S_ISDIR(info.st_mode), "isreg": st.S_ISREG(info.st_mode),
-            "ischr": st.S_ISCHR(info.st_mode), "islnk": st.S_ISLNK(info.st_mode), "uid": info.st_uid,
-            "gid": info.st_gid, "mode": f"{st.S_IMODE(info.st_mode):04o}"}
+    out = {"path": path, "exists": True, "isdir": st.S_ISDIR(info.st_mode), "isreg": st.S_ISREG(info.st_mode),
+           "ischr": st.S_ISCHR(info.st_mode), "islnk": st.S_ISLNK(info.st_mode), "uid": info.st_uid,
+           "gid": info.st_gid, "mode": f"{st.S_IMODE(info.st_mode):04o}", "size": info.st_size}
+    if checksum and out["isreg"]:
+        try:
+            out["checksum"] = file_digest(path, checksum)
+        except OSError:
+            out["checksum"] = None
+    return out
 
 
 class PathInfo:
@@ -34,5 +50,5 @@ class PathInfo:
 
     def run(self):
         p = self.module.params
-        stats = [path_stat(path, p["follow"]) for path in p["paths"]]
+        stats = [path_stat(path, p["follow"], p["checksum"]) for path in p["paths"]]
         self.module.exit_json(changed=False, stats=stats)

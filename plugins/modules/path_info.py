@@ -33,6 +33,10 @@ options:
     description: Describe a symbolic link by its target (as the file module acts on it); false describes the link.
     type: bool
     default: true
+  checksum:
+    description: Also the checksum of each regular file's content, with this algorithm (none by default).
+    type: str
+    choices: [sha1, sha256, sha512]
 """
 
 EXAMPLES = r"""
@@ -76,8 +80,14 @@ stats:
     mode:
       description: Permission bits, octal, e.g. C(0755).
       type: str
+    size:
+      description: Size in bytes.
+      type: int
+    checksum:
+      description: The content's checksum (regular files, with O(checksum); null when unreadable).
+      type: str
   sample: [{"path": "/dev/davinci0", "exists": true, "ischr": true, "isdir": false, "isreg": false,
-            "islnk": false, "uid": 1000, "gid": 1000, "mode": "0660"}]
+            "islnk": false, "uid": 1000, "gid": 1000, "mode": "0660", "size": 0}]
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
@@ -89,6 +99,7 @@ def main():
         argument_spec=dict(
             paths=dict(type="list", elements="path", required=True),
             follow=dict(type="bool", default=True),
+            checksum=dict(type="str", choices=["sha1", "sha256", "sha512"]),
         ),
         supports_check_mode=True,
     )

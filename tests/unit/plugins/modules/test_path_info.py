@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 from ansible_collections.ascendops.cluster.plugins.modules import path_info
@@ -38,3 +39,13 @@ def test_links_follow_by_default_and_a_dangling_link_does_not_exist(run_module, 
     links = run_module(path_info.main, {"paths": [str(good), str(dangling)], "follow": False})["stats"]
     assert links[0]["islnk"] and not links[0]["isdir"]
     assert links[1]["exists"] and links[1]["islnk"]
+
+
+def test_checksums_of_regular_files_when_asked(run_module, tmp_path):
+    f = tmp_path / "Ascend-hdk-910b-npu-driver.run"
+    f.write_bytes(b"driver")
+    plain = run_module(path_info.main, {"paths": [str(f), str(tmp_path)]})["stats"]
+    assert "checksum" not in plain[0] and plain[0]["size"] == 6
+    summed = run_module(path_info.main, {"paths": [str(f), str(tmp_path)], "checksum": "sha256"})["stats"]
+    assert summed[0]["checksum"] == hashlib.sha256(b"driver").hexdigest()
+    assert "checksum" not in summed[1]  # a directory has none
