@@ -82,7 +82,7 @@ def parse_lines(text):
 
 def file_values(text):
     """{key: value} the file sets (the last line of a key wins, as at boot)."""
-    return {k: v for k, v, _ in parse_lines(text) if k is not None}
+    return {k: v for k, v, _line in parse_lines(text) if k is not None}
 
 
 def render_file(text, settings):
@@ -196,7 +196,7 @@ class SysctlSettingsTask:
         changed_keys = plan.changed_keys()
         unknown = plan.unknown_keys()
         result = dict(changed=bool(changed_keys) or plan.file_changed, path=plan.path, changed_keys=changed_keys,
-                      file_changed=plan.file_changed, live={k: v for k, v in plan.live.items()},
+                      file_changed=plan.file_changed, live=dict(plan.live),
                       settings=plan.settings)
         if module._diff:
             result["diff"] = plan.diff()
