@@ -71,9 +71,10 @@ def release_check(node, release, host):
     return out
 
 
-def release_compare(installed, expected, host):
-    """Rows {host, component, installed, expected, status}, mismatches first (see ascend_release.compare)."""
-    return _r.compare(host, installed or {}, expected or {})
+def release_compare(installed, expected, host, not_read=None):
+    """Rows {host, component, installed, expected, status}, mismatches first (see ascend_release.compare);
+    components in ``not_read`` (that the caller cannot read on the node) are ``not read`` when expected."""
+    return _r.compare(host, installed or {}, expected or {}, tuple(not_read or ()))
 
 
 def release_expected(release):

@@ -605,21 +605,24 @@ def expected_versions(release):
     return out
 
 
-def compare(host, installed, expected):
+def compare(host, installed, expected, not_read=()):
     """Rows ``{host, component, installed, expected, status}`` (status ``ok`` | ``mismatch`` |
-    ``missing`` | ``unknown`` (nothing expected)), mismatches and missing first, then by component.
+    ``missing`` | ``not read`` (a component in ``not_read``: the caller has no way to read it on the node,
+    e.g. the MCU) | ``unknown`` (nothing expected)), mismatches and missing first, then by component.
     ``installed``/``expected``: ``{component: version or None}``."""
     rows = []
     for comp in sorted(set(installed or {}) | set(expected or {})):
         have, want = (installed or {}).get(comp), (expected or {}).get(comp)
         if want in (None, ""):
             status = "unknown"
+        elif comp in (not_read or ()):
+            status, have = "not read", None
         elif have in (None, ""):
             status = "missing"
         else:
             status = "ok" if versions_equal(str(have), str(want)) else "mismatch"
         rows.append({"host": host, "component": comp, "installed": have, "expected": want, "status": status})
-    order = {"mismatch": 0, "missing": 1, "unknown": 2, "ok": 3}
+    order = {"mismatch": 0, "missing": 1, "not read": 2, "unknown": 3, "ok": 4}
     return sorted(rows, key=lambda r: (order[r["status"]], r["component"]))
 
 
