@@ -48,7 +48,9 @@ def package(directory: Path, name: str, version_info: str, member: str = "./vers
     (directory / name).chmod(0o755)
 
 
-def run(tmp_path, *extra):
+def run(tmp_path, *extra, driver_checks=False):
+    """validate.yml's release checks alone on n1 and n2; with driver_checks, after the read npu_driver's
+    validate.yml makes in the same play (npu_info registered as __npu_driver_before), which they reuse."""
     py = sys.executable
     hosts = {f"n{i}": {"ansible_connection": "local", "ansible_python_interpreter": py,
                        "ascend_install_path": str(tmp_path / f"n{i}"),
@@ -60,7 +62,9 @@ def run(tmp_path, *extra):
     play = tmp_path / "play.yml"
     play.write_text(yaml.safe_dump([
         {"name": "Release checks", "hosts": "npu_nodes", "gather_facts": False, "any_errors_fatal": True,
-         "tasks": [{"name": "Release", "ansible.builtin.include_role": {
+         "tasks": ([{"name": "NPU driver | Read the NPUs and installed versions", "ascendops.cluster.npu_info": {
+             "install_path": "{{ ascend_install_path }}"}, "register": "__npu_driver_before"}] if driver_checks else [])
+         + [{"name": "Release", "ansible.builtin.include_role": {
              "name": "ascendops.cluster.ascend", "tasks_from": "release_validate"}}]},
         {"name": "Stand-in stage", "hosts": "npu_nodes", "gather_facts": False,
          "tasks": [{"name": "Stage | Change something", "ansible.builtin.copy": {
@@ -214,3 +218,17 @@ def test_a_cann_upgrade_on_one_node_reads_the_packages_once_for_the_run(tmp_path
     assert re.search(r"Read the driver range of the CANN packages this run installs \(controller\)\] \** "
                      r"ok: \[n1 -> localhost\]", text), text[-3000:]
     assert changed == ["n1", "n2"]
+
+
+@pytest.mark.parametrize("driver_checks", [False, True])
+def test_the_driver_stages_read_is_reused_and_judges_the_same(tmp_path, driver_checks):
+    install_tree(tmp_path / "n1", "24.1.rc1")
+    install_tree(tmp_path / "n2", "24.1.rc1")
+    rc, text, changed = run(tmp_path, "-e", "npu_driver_version=25.0.rc1.1", driver_checks=driver_checks)
+    assert rc != 0
+    assert ("n1: CANN 8.0.0 needs NPU driver >=23.0, <=24.1.rc3 (required_package_driver_version) but the driver "
+            "this node ends on is 25.0.rc1.1") in text
+    assert changed == []
+    read = re.search(r"Read the installed driver, firmware and CANN \(unless the driver stage's checks did\)\] \** "
+                     r"(\w+): \[n1\]", text)
+    assert read and read.group(1) == ("skipping" if driver_checks else "ok"), text[-3000:]
