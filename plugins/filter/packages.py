@@ -75,8 +75,22 @@ def cann_package_files(version, chip, arch):
     return {"toolkit": package_filename("toolkit", "cann", version, arch), "kernels": kernels}
 
 
+def driver_package_file(version, model, arch):
+    """The vendor file name of the NPU driver package of one version, from the one table of published names
+    (module_utils/run_package.py PACKAGE_NAME_TABLE): ``Ascend-hdk-<model>-npu-driver_<ver>_linux-<arch>.run``,
+    ``Atlas-A3-hdk-npu-driver_<ver>_linux-<arch>.run`` for Atlas A3 (model ``a3``)."""
+    version = str(version).strip()
+    if not version:
+        raise ValueError("driver_package_file: empty driver version")
+    model = str(model).strip()
+    if model.lower() == "a3":
+        return package_filename("driver", "a3", version, arch)
+    return package_filename("driver", "hdk", version, arch, model)
+
+
 class FilterModule:
     """Package manifest filters."""
 
     def filters(self):
-        return {"sha256sums": sha256sums, "cann_package_files": cann_package_files}
+        return {"sha256sums": sha256sums, "cann_package_files": cann_package_files,
+                "driver_package_file": driver_package_file}

@@ -71,9 +71,10 @@ def release_check(node, release, host):
     return out
 
 
-def release_compare(installed, expected, host):
-    """Rows {host, component, installed, expected, status}, mismatches first (see ascend_release.compare)."""
-    return _r.compare(host, installed or {}, expected or {})
+def release_compare(installed, expected, host, not_read=None):
+    """Rows {host, component, installed, expected, status}, mismatches first (see ascend_release.compare);
+    components in ``not_read`` (that the caller cannot read on the node) are ``not read`` when expected."""
+    return _r.compare(host, installed or {}, expected or {}, tuple(not_read or ()))
 
 
 def release_expected(release):
@@ -107,11 +108,13 @@ def release_left_out(installed, ends, release_name):
     return _r.check_left_out(installed or {}, ends or {}, release_name)
 
 
-def release_end_state(end, host, driver=None, firmware=None, kernels=None, package=None):
+def release_end_state(end, host, driver=None, firmware=None, kernels=None, package=None, driver_package=None):
     """Findings for the versions a node ends on against the vendor records installed there (or, for a new CANN,
-    read from its packages: ``package`` {version, required}): the firmware within the driver's
-    compatible_version_fw, the driver within the CANN's required_package_driver_version."""
-    return _r.check_end_state(host, end or {}, driver or {}, firmware or {}, kernels or {}, package or {})
+    read from its packages: ``package`` {version, required}; for a new driver, ``driver_package``: the
+    version.info of its package): the firmware within the end driver's compatible_version_fw, the driver within
+    the CANN's required_package_driver_version."""
+    return _r.check_end_state(host, end or {}, driver or {}, firmware or {}, kernels or {}, package or {},
+                              driver_package or None)
 
 
 def release_image_label(label, release, host):

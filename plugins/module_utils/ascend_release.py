@@ -19,6 +19,7 @@ import json
 import os
 import re
 
+from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_formats import parse_key_value
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version import (
     is_valid_version,
     versions_equal,
@@ -459,20 +460,30 @@ def installed_from_cann_info(result):
                              if (active.get("kernels") or {}).get("installed") else None)}
 
 
-def check_end_state(host, end, driver, firmware, kernels, package=None):
+def _declares_fw(info):
+    return any(str(k).lower() == "compatible_version_fw" for k in (info or {}))
+
+
+def check_end_state(host, end, driver, firmware, kernels, package=None, driver_package=None):
     """The versions a node of this run ends on against the vendor's records it has now: ``end``
     (``{component: version}``, run_end); ``driver``: ``{version, info}`` installed (its version.info);
     ``firmware``: ``{version}`` installed; ``kernels``: ``{version, required}`` of the installed CANN kernels.
-    The firmware the node ends on within the end driver's compatible_version_fw (when that driver is the one
-    installed: a new driver's range is checked by npu_driver from its package); the end driver within the
-    required_package_driver_version of the CANN it ends on: the installed one's, or (``package``:
+    The firmware the node ends on within the end driver's compatible_version_fw: the installed driver's record
+    when the node keeps that driver, else (``driver_package``: the version.info of the driver package this run
+    installs, as text or parsed) the new driver's; a record without that key is not checked. The end driver
+    within the required_package_driver_version of the CANN it ends on: the installed one's, or (``package``:
     ``{version, required}`` read from the CANN packages this run installs) the new one's."""
     out = []
     drv_version, drv_info = (driver or {}).get("version"), (driver or {}).get("info") or {}
-    declares_fw = any(str(k).lower() == "compatible_version_fw" for k in drv_info)
-    if (end.get("driver") and end.get("firmware") and drv_version and declares_fw
-            and versions_equal(drv_version, end["driver"])):
-        out += check_firmware(host, end["driver"], drv_info, end["firmware"])
+    if end.get("driver") and end.get("firmware"):
+        if drv_version and versions_equal(drv_version, end["driver"]):
+            fw_info = drv_info
+        elif isinstance(driver_package, str):
+            fw_info = parse_key_value(driver_package)
+        else:
+            fw_info = dict(driver_package or {})
+        if _declares_fw(fw_info):
+            out += check_firmware(host, end["driver"], fw_info, end["firmware"])
     k_version = (kernels or {}).get("version")
     cann = end.get("cann_kernels") or end.get("cann_toolkit")
     pkg_version = (package or {}).get("version")
@@ -594,21 +605,24 @@ def expected_versions(release):
     return out
 
 
-def compare(host, installed, expected):
+def compare(host, installed, expected, not_read=()):
     """Rows ``{host, component, installed, expected, status}`` (status ``ok`` | ``mismatch`` |
-    ``missing`` | ``unknown`` (nothing expected)), mismatches and missing first, then by component.
+    ``missing`` | ``not read`` (a component in ``not_read``: the caller has no way to read it on the node,
+    e.g. the MCU) | ``unknown`` (nothing expected)), mismatches and missing first, then by component.
     ``installed``/``expected``: ``{component: version or None}``."""
     rows = []
     for comp in sorted(set(installed or {}) | set(expected or {})):
         have, want = (installed or {}).get(comp), (expected or {}).get(comp)
         if want in (None, ""):
             status = "unknown"
+        elif comp in (not_read or ()):
+            status, have = "not read", None
         elif have in (None, ""):
             status = "missing"
         else:
             status = "ok" if versions_equal(str(have), str(want)) else "mismatch"
         rows.append({"host": host, "component": comp, "installed": have, "expected": want, "status": status})
-    order = {"mismatch": 0, "missing": 1, "unknown": 2, "ok": 3}
+    order = {"mismatch": 0, "missing": 1, "not read": 2, "unknown": 3, "ok": 4}
     return sorted(rows, key=lambda r: (order[r["status"]], r["component"]))
 
 

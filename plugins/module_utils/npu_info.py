@@ -21,6 +21,7 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_node impo
     query_npu_smi,
     query_spod_info,
 )
+from ansible_collections.ascendops.cluster.plugins.module_utils.cann_info import parse_required
 from ansible_collections.ascendops.cluster.plugins.module_utils.upgrade_tool import firmware_status
 from ansible_collections.ascendops.cluster.plugins.module_utils.vendor_command import vendor_runner
 
@@ -135,7 +136,8 @@ def gather(module):
         "driver": driver,
         "firmware": firmware,
         "toolkit": toolkit,
-        "kernels": {"installed": kn["installed"], "version": kn["version"]},
+        # required: the required_package_* ranges its version.info declares (the release checks' driver range)
+        "kernels": {"installed": kn["installed"], "version": kn["version"], "required": parse_required(kn["info"])},
         "docker_runtime": {"installed": rt["installed"], "version": rt["version"]},
         "install_info": dict(install_info),
         "npu_smi": smi,

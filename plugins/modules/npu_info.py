@@ -162,10 +162,12 @@ toolkit:
     info: {description: All keys of ascend_toolkit_install.info., type: dict}
   sample: {installed: true, version: 8.0.0, path: /usr/local/Ascend/ascend-toolkit/8.0.0, arch: aarch64, info: {}}
 kernels:
-  description: The CANN kernels package (C(ascend-toolkit/latest/opp_kernel/version.info)).
+  description: >-
+    The CANN kernels package (C(ascend-toolkit/latest/opp_kernel/version.info)): C(installed), C(version) and
+    C(required), the C(required_package_*) ranges it declares by package (C(driver), C(toolkit)).
   returned: always
   type: dict
-  sample: {installed: true, version: 8.0.0}
+  sample: {installed: true, version: 8.0.0, required: {driver: ">=23.0"}}
 docker_runtime:
   description: The Ascend Docker Runtime (C(Ascend-Docker-Runtime/version.info)).
   returned: always

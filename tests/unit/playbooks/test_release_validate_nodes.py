@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,10 +21,11 @@ FIXTURES = REPO / "tests" / "unit" / "plugins" / "fixtures"
 pytestmark = pytest.mark.slow
 
 
-def install_tree(root: Path, driver: str, cann: str = "8.0.0", driver_range: str = ">=23.0, <=24.1.rc3"):
+def install_tree(root: Path, driver: str, cann: str = "8.0.0", driver_range: str = ">=23.0, <=24.1.rc3",
+                 fw_range: str = "[7.0.0,7.7.99]"):
     (root / "driver").mkdir(parents=True)
     info = (FIXTURES / "driver_version.info").read_text().replace("Version=24.1.rc1", f"Version={driver}")
-    (root / "driver" / "version.info").write_text(info.replace("[7.0.0,7.2.99]", "[7.0.0,7.7.99]"))
+    (root / "driver" / "version.info").write_text(info.replace("[7.0.0,7.2.99]", fw_range))
     (root / "firmware").mkdir()
     (root / "firmware" / "version.info").write_text("Version=7.5.0.2.220\n")
     tk = root / "ascend-toolkit" / cann
@@ -36,16 +38,19 @@ def install_tree(root: Path, driver: str, cann: str = "8.0.0", driver_range: str
     os.symlink(cann, root / "ascend-toolkit" / "latest")
 
 
-def package(directory: Path, name: str, version_info: str):
-    """A .run stand-in answering `--tar xOf ./version.info` like a makeself archive does."""
+def package(directory: Path, name: str, version_info: str, member: str = "./version.info"):
+    """A .run stand-in answering `--tar xOf <member>` like a makeself archive does (a CANN package holds its
+    record as ./version.info, the driver package as ./driver/version.info, the tree it installs)."""
     directory.mkdir(exist_ok=True)
     (directory / f"{name}.version.info").write_text(version_info)
     data = directory / f"{name}.version.info"
-    (directory / name).write_text(f'#!/bin/sh\n[ "$1 $2 $3" = "--tar xOf ./version.info" ] && cat "{data}"\n')
+    (directory / name).write_text(f'#!/bin/sh\n[ "$1 $2 $3" = "--tar xOf {member}" ] && cat "{data}"\n')
     (directory / name).chmod(0o755)
 
 
-def run(tmp_path, *extra):
+def run(tmp_path, *extra, driver_checks=False):
+    """validate.yml's release checks alone on n1 and n2; with driver_checks, after the read npu_driver's
+    validate.yml makes in the same play (npu_info registered as __npu_driver_before), which they reuse."""
     py = sys.executable
     hosts = {f"n{i}": {"ansible_connection": "local", "ansible_python_interpreter": py,
                        "ascend_install_path": str(tmp_path / f"n{i}"),
@@ -53,11 +58,13 @@ def run(tmp_path, *extra):
     inv = tmp_path / "hosts.json"
     inv.write_text(json.dumps({"all": {"children": {"npu_nodes": {"hosts": hosts}}}}))
     markers = tmp_path / "changed"
-    markers.mkdir()
+    markers.mkdir(exist_ok=True)
     play = tmp_path / "play.yml"
     play.write_text(yaml.safe_dump([
         {"name": "Release checks", "hosts": "npu_nodes", "gather_facts": False, "any_errors_fatal": True,
-         "tasks": [{"name": "Release", "ansible.builtin.include_role": {
+         "tasks": ([{"name": "NPU driver | Read the NPUs and installed versions", "ascendops.cluster.npu_info": {
+             "install_path": "{{ ascend_install_path }}"}, "register": "__npu_driver_before"}] if driver_checks else [])
+         + [{"name": "Release", "ansible.builtin.include_role": {
              "name": "ascendops.cluster.ascend", "tasks_from": "release_validate"}}]},
         {"name": "Stand-in stage", "hosts": "npu_nodes", "gather_facts": False,
          "tasks": [{"name": "Stage | Change something", "ansible.builtin.copy": {
@@ -132,3 +139,96 @@ def test_a_cann_the_site_sets_passes_with_the_driver_its_packages_need(tmp_path)
     rc, text, changed = run(tmp_path, "-e", "cann_version=8.2.RC1", "-e", "npu_driver_version=25.0.rc1.1")
     assert rc == 0, text[-3000:]
     assert changed == ["n1", "n2"]
+
+
+def driver_package(directory: Path, version: str, fw_range: str | None):
+    """The driver package a run installs, its record (./driver/version.info) declaring fw_range (None: no key)."""
+    info = (FIXTURES / "driver_version.info").read_text().replace("Version=24.1.rc1", f"Version={version}")
+    info = "".join(line for line in info.splitlines(keepends=True)
+                   if fw_range is not None or not line.startswith("compatible_version_fw"))
+    package(directory, f"Ascend-hdk-910b-npu-driver_{version}_linux-{os.uname().machine}.run",
+            info.replace("[7.0.0,7.2.99]", fw_range or ""), member="./driver/version.info")
+
+
+# The release's firmware (7.5.0.2.220) with a driver the site sets (25.0.rc1.1, which the installed CANN's
+# range takes): judged by the range in the new driver's package, not by the installed driver's.
+def upgrade_run(tmp_path, package_range, installed_range="[7.0.0,7.7.99]"):
+    for n in ("n1", "n2"):
+        install_tree(tmp_path / n, "24.1.rc1", driver_range=">=23.0", fw_range=installed_range)
+    if package_range != "no package":
+        driver_package(tmp_path / "packages", "25.0.rc1.1", package_range)
+    return run(tmp_path, "-e", "npu_driver_version=25.0.rc1.1")
+
+
+def test_a_driver_upgrade_whose_package_range_excludes_the_end_firmware_is_refused(tmp_path):
+    rc, text, changed = upgrade_run(tmp_path, "[7.6.0,7.7.99]")
+    assert rc != 0
+    assert ("n1: firmware 7.5.0.2.220 is outside driver 25.0.rc1.1's compatible_version_fw=[7.6.0,7.7.99] "
+            "(version.info)") in text
+    assert "release 910b-cann8.0.0; refused before any change" in text
+    assert changed == []
+
+
+def test_a_driver_upgrade_whose_package_range_holds_the_end_firmware_passes(tmp_path):
+    # the installed driver's range would refuse 7.5.0.2.220: the new driver's is the one that counts
+    rc, text, changed = upgrade_run(tmp_path, "[7.5.0,7.7.99]", installed_range="[7.0.0,7.2.99]")
+    assert rc == 0, text[-3000:]
+    assert "Read the version.info of the driver package this run installs" in text
+    assert changed == ["n1", "n2"]
+
+
+@pytest.mark.parametrize("package_range", ["no package", None])
+def test_a_driver_upgrade_without_a_readable_range_is_not_judged_by_the_installed_driver(tmp_path, package_range):
+    rc, text, changed = upgrade_run(tmp_path, package_range, installed_range="[7.0.0,7.2.99]")
+    assert rc == 0, text[-3000:]
+    assert changed == ["n1", "n2"]
+
+
+def test_nodes_that_keep_their_driver_and_cann_read_no_package(tmp_path):
+    install_tree(tmp_path / "n1", "24.1.rc1")
+    install_tree(tmp_path / "n2", "24.1.rc1")
+    # the release's packages are on the controller; the driver's would refuse the firmware if it were read
+    arch = os.uname().machine
+    package(tmp_path / "packages", f"Ascend-cann-toolkit_8.0.0_linux-{arch}.run", "Version=8.0.0\nversion_dir=8.0.0\n")
+    package(tmp_path / "packages", f"Ascend-cann-kernels-910b_8.0.0_linux-{arch}.run",
+            'Version=8.0.0.0.201\nversion_dir=8.0.0\nrequired_package_driver_version=">=23.0"\n')
+    driver_package(tmp_path / "packages", "24.1.rc1", "[7.6.0,7.7.99]")
+    rc, text, changed = run(tmp_path)
+    assert rc == 0, text[-3000:]
+    for task in ("Read the driver range of the CANN packages this run installs",
+                 "Read the version.info of the driver package this run installs"):
+        assert re.search(re.escape(task) + r" \(controller\)\] \** skipping: \[n1\]", text), task
+    assert changed == ["n1", "n2"]
+
+
+def test_a_cann_upgrade_on_one_node_reads_the_packages_once_for_the_run(tmp_path):
+    # n1 (which runs the controller's read for the run) already has the CANN; n2 gets it in this run
+    install_tree(tmp_path / "n1", "24.1.rc1", cann="8.2.RC1", driver_range=">=25.0.rc1")
+    install_tree(tmp_path / "n2", "24.1.rc1")
+    cann_8_2_packages(tmp_path / "packages")
+    rc, text, changed = run(tmp_path, "-e", "cann_version=8.2.RC1")
+    assert rc != 0
+    # n2's new CANN judged by its packages' range, n1's by its installed record
+    assert ("n2: CANN 8.2.RC1 needs NPU driver >=25.0.rc1 (required_package_driver_version) but the driver this "
+            "node ends on is 24.1.rc1") in text
+    assert "n1: CANN 8.2.RC1 needs" in text
+    assert changed == []
+    rc, text, changed = run(tmp_path, "-e", "cann_version=8.2.RC1", "-e", "npu_driver_version=25.0.rc1.1")
+    assert rc == 0, text[-3000:]
+    assert re.search(r"Read the driver range of the CANN packages this run installs \(controller\)\] \** "
+                     r"ok: \[n1 -> localhost\]", text), text[-3000:]
+    assert changed == ["n1", "n2"]
+
+
+@pytest.mark.parametrize("driver_checks", [False, True])
+def test_the_driver_stages_read_is_reused_and_judges_the_same(tmp_path, driver_checks):
+    install_tree(tmp_path / "n1", "24.1.rc1")
+    install_tree(tmp_path / "n2", "24.1.rc1")
+    rc, text, changed = run(tmp_path, "-e", "npu_driver_version=25.0.rc1.1", driver_checks=driver_checks)
+    assert rc != 0
+    assert ("n1: CANN 8.0.0 needs NPU driver >=23.0, <=24.1.rc3 (required_package_driver_version) but the driver "
+            "this node ends on is 25.0.rc1.1") in text
+    assert changed == []
+    read = re.search(r"Read the installed driver, firmware and CANN \(unless the driver stage's checks did\)\] \** "
+                     r"(\w+): \[n1\]", text)
+    assert read and read.group(1) == ("skipping" if driver_checks else "ok"), text[-3000:]

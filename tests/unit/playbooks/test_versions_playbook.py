@@ -121,3 +121,21 @@ def test_the_images_cann_installed_on_the_host_takes_the_hosts_range_without_a_c
     assert any("the trainer image's CANN 8.2.RC1 needs NPU driver >=25.0.rc1" in f["msg"]
                for f in doc["nodes"]["n2"]["findings"])
     assert "run --rm" not in (tmp_path / "calls.log").read_text()
+
+
+def test_a_release_that_names_an_mcu_reports_it_not_read_rather_than_missing(tmp_path):
+    import shutil
+
+    import yaml
+
+    releases = tmp_path / "releases"
+    releases.mkdir()
+    shutil.copy(REPO / "releases" / "_torch_npu.yml", releases)
+    data = yaml.safe_load((REPO / "releases" / "910b-cann8.2.rc1.yml").read_text())
+    data["name"], data["host"]["mcu"] = "with-mcu", "22.0.2"
+    (releases / "with-mcu.yml").write_text(yaml.safe_dump(data))
+    stdout, doc = run(tmp_path, "-e", "ascend_release=with-mcu", "-e", f"ascend_releases_dir={releases}")
+    rows = {r["component"]: r for r in doc["nodes"]["n1"]["rows"]}
+    assert (rows["mcu"]["status"], rows["mcu"]["installed"], rows["mcu"]["expected"]) == ("not read", None, "22.0.2")
+    assert "NOT READ mcu installed None expected 22.0.2" in stdout
+    assert rows["driver"]["status"] == "ok"

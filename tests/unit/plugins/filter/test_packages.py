@@ -1,7 +1,13 @@
 """sha256sums: the package manifest every package is checked against."""
 
 import pytest
-from ansible_collections.ascendops.cluster.plugins.filter.packages import FilterModule, cann_package_files, sha256sums
+from ansible_collections.ascendops.cluster.plugins.filter.packages import (
+    FilterModule,
+    cann_package_files,
+    driver_package_file,
+    sha256sums,
+)
+from ansible_collections.ascendops.cluster.plugins.module_utils.run_package import parse_package_filename
 
 A = "a" * 64
 B = "B" * 64
@@ -57,3 +63,13 @@ def test_cann_package_files(version, kernels):
 def test_cann_package_files_refuses_non_versions(bad):
     with pytest.raises(ValueError):
         cann_package_files(bad, "910b", "aarch64")
+
+
+def test_driver_package_file_is_the_name_npu_driver_installs_and_parses_back():
+    assert driver_package_file("24.1.rc1", "910b", "aarch64") == "Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.run"
+    assert driver_package_file("25.0.rc1.1", "a3", "x86_64") == "Atlas-A3-hdk-npu-driver_25.0.rc1.1_linux-x86_64.run"
+    parsed = parse_package_filename(driver_package_file("24.1.rc1", "910b", "x86_64"))
+    assert (parsed.kind, parsed.version, parsed.arch) == ("driver", "24.1.rc1", "x86_64")
+    assert "driver_package_file" in FilterModule().filters()
+    with pytest.raises(ValueError, match="empty driver version"):
+        driver_package_file(" ", "910b", "x86_64")

@@ -358,6 +358,17 @@ def test_compare_orders_mismatches_first_and_compares_as_versions():
                        "status": "mismatch"}
 
 
+def test_a_component_the_caller_cannot_read_is_not_read_rather_than_missing():
+    expected = {"driver": "24.1.rc1", "mcu": "22.0.2"}
+    rows = r.compare("n1", {"driver": "24.1.rc1"}, expected, ("mcu",))
+    assert [(x["component"], x["status"], x["installed"]) for x in rows] == [
+        ("mcu", "not read", None), ("driver", "ok", "24.1.rc1")]
+    assert [x["status"] for x in r.compare("n1", {"driver": "24.1.rc1"}, expected)] == ["missing", "ok"]
+    # nothing expected (the release's mcu: null): no row says anything about it
+    assert r.compare("n1", {}, {"driver": "24.1.rc1"}, ("mcu",))[0]["status"] == "missing"
+    assert FilterModule().filters()["release_compare"]({}, expected, "n1", ["mcu"])[1]["status"] == "not read"
+
+
 # ------------------------------------------------------------------------------ filters
 
 def test_filters_are_registered_and_release_check_combines_the_node_rules():

@@ -117,8 +117,43 @@ def test_end_firmware_outside_the_installed_drivers_range_is_refused():
 def test_a_driver_that_declares_no_firmware_range_or_is_replaced_is_not_judged_here():
     end = {"driver": "24.1.rc1", "firmware": "7.5.0.2.220"}
     assert r.check_end_state("n1", end, {"version": "24.1.rc1", "info": {"Version": "24.1.rc1"}}, {}, {}) == []
-    # the run installs another driver: its range is its package's (npu_driver checks it)
+    # the run installs another driver and its package's record was not read: the installed driver's range
+    # (which would refuse 7.5.0.2.220) says nothing about the new driver
     assert r.check_end_state("n1", dict(end, driver="25.0.rc1.1"), DRIVER, {}, {}) == []
+
+
+# The driver package a run installs (25.0.rc1.1), its ./driver/version.info as read through makeself's --tar.
+NEW_DRIVER_RECORD = ("Version=25.0.rc1.1\nascendhal_version=7.35.23\nInnerversion=V100R001C21SPC001B230\n"
+                     "compatible_version=[V100R001C15],[V100R001C17],[V100R001C21]\n"
+                     "compatible_version_fw=[7.5.0,7.7.99]\n")
+
+
+def test_a_driver_upgrade_judges_the_end_firmware_by_the_new_drivers_package_range():
+    end = {"driver": "25.0.rc1.1", "firmware": "7.7.0.1.231"}
+    # in range of the new driver's record (outside the installed 24.1.rc1's [7.0.0,7.2.99])
+    assert r.check_end_state("n1", end, DRIVER, {}, {}, None, NEW_DRIVER_RECORD) == []
+    assert r.check_end_state("n1", end, DRIVER, {}, {}, None, parse_key_value(NEW_DRIVER_RECORD)) == []
+    # out of range of the new driver's record (inside the installed driver's)
+    out = r.check_end_state("n1", dict(end, firmware="7.1.0.3.220"), DRIVER, {}, {}, None, NEW_DRIVER_RECORD)
+    assert [f["component"] for f in out] == ["firmware"]
+    assert out[0]["expected"] == "[7.5.0,7.7.99]" and out[0]["found"] == "7.1.0.3.220"
+    assert out[0]["msg"].startswith("n1: firmware 7.1.0.3.220 is outside driver 25.0.rc1.1's "
+                                    "compatible_version_fw=[7.5.0,7.7.99] (version.info)")
+    # a fresh node (no driver yet) is judged by the package too
+    out = r.check_end_state("n1", dict(end, firmware="7.1.0.3.220"), {"version": None, "info": {}}, {}, {},
+                            None, NEW_DRIVER_RECORD)
+    assert [f["component"] for f in out] == ["firmware"]
+
+
+def test_a_driver_upgrade_whose_package_record_is_missing_or_declares_no_range_is_not_judged():
+    end = {"driver": "25.0.rc1.1", "firmware": "7.1.0.3.220"}
+    no_range = "\n".join(line for line in NEW_DRIVER_RECORD.splitlines() if "compatible_version_fw" not in line)
+    for record in (None, "", no_range):
+        assert r.check_end_state("n1", end, DRIVER, {}, {}, None, record) == []
+    # a node that keeps its driver is judged by the installed record, whatever a package says
+    keep = {"driver": "24.1.rc1", "firmware": "7.5.0.2.220"}
+    assert [f["component"] for f in r.check_end_state("n1", keep, DRIVER, {}, {}, None, NEW_DRIVER_RECORD)] == [
+        "firmware"]
 
 
 def test_end_driver_outside_the_installed_canns_required_range_is_refused():

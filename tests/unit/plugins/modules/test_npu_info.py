@@ -83,7 +83,7 @@ def test_bare_node(run_module, node):
                              "install_path": None, "info": {}}
     assert res["firmware"]["installed"] is False and res["firmware"]["running_versions"] == []
     assert res["toolkit"] == {"installed": False, "version": None, "path": None, "arch": None, "info": {}}
-    assert res["kernels"] == {"installed": False, "version": None}
+    assert res["kernels"] == {"installed": False, "version": None, "required": {}}
     assert res["docker_runtime"] == {"installed": False, "version": None}
     assert res["install_info"] == {}
     assert res["npu_smi"]["available"] is False and "not found" in res["npu_smi"]["error"]
@@ -334,7 +334,7 @@ def test_toolkit_kernels_runtime_through_latest_link(run_module, node):
     cann = os.path.join(node.root, "cann-9.0.0")
     node.put("cann-9.0.0/aarch64-linux/ascend_toolkit_install.info",
              fixture_text("ascend_toolkit_install.info").replace("version=8.0.0", "version=9.0.0"))
-    node.put("cann-9.0.0/opp_kernel/version.info", "Version=9.0.0\n")
+    node.put("cann-9.0.0/opp_kernel/version.info", 'Version=9.0.0\nrequired_package_driver_version=">=25.0.rc1"\n')
     os.makedirs(os.path.join(node.root, "ascend-toolkit"))
     os.symlink(os.path.join("..", "cann-9.0.0"), os.path.join(node.root, "ascend-toolkit", "latest"))
     node.put("Ascend-Docker-Runtime/ascend_docker_runtime_install.info", "version=v6.0.0\narch=aarch64\nos=linux\n")
@@ -344,7 +344,7 @@ def test_toolkit_kernels_runtime_through_latest_link(run_module, node):
     assert res["toolkit"]["path"] == os.path.realpath(cann)
     assert res["toolkit"]["arch"] == "aarch64"
     assert res["toolkit"]["info"]["package_name"] == "Ascend-cann-toolkit"
-    assert res["kernels"] == {"installed": True, "version": "9.0.0"}
+    assert res["kernels"] == {"installed": True, "version": "9.0.0", "required": {"driver": ">=25.0.rc1"}}
     assert res["docker_runtime"] == {"installed": True, "version": "v6.0.0"}
 
 
