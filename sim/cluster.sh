@@ -5,7 +5,7 @@
 # stands in for the RoCE fabric of the device NICs, a volume for /var/lib/docker so a container
 # engine can run inside, and one named volume mounted at the same path in every node: the nodes'
 # shared file system for the job's data and checkpoints (inventories/sim: shared_storage_type
-# existing, at $SIM_SHARED_PATH, default /mnt/ascendops; open to every user and sticky, like /tmp).
+# existing at /mnt/ascendops; open to every user and sticky, like /tmp).
 # The simulated hardware (NPU count and model) is written into each node. `down` removes all of it.
 #
 #   sim/cluster.sh up [--nodes N] [--npus M] [--model 910B1]
@@ -23,7 +23,7 @@ mgmt_cidr=${SIM_MGMT_SUBNET:-10.89.10}     # nodes: .11, .12, ...
 roce_cidr=${SIM_ROCE_SUBNET:-192.168.100}  # node interfaces .2..; device IPs from the IP plan
 key=$state/id_ed25519
 shared_vol=${prefix}-shared
-shared_path=${SIM_SHARED_PATH:-/mnt/ascendops}
+shared_path=/mnt/ascendops   # inventories/sim/group_vars/all/shared_storage.yml names it
 
 nodes=2; npus=2; model=910B1
 cmd=${1:-}; shift || true
@@ -87,6 +87,10 @@ up() {
         -v "$prefix-$name-docker:/var/lib/docker" \
         -v "$shared_vol:$shared_path" \
         "$image" >/dev/null
+    fi
+    if ! podman exec "$prefix-$name" mountpoint -q "$shared_path"; then
+      echo "$prefix-$name has no shared file system at $shared_path (made by an older sim/cluster.sh): make sim-down, then up again" >&2
+      exit 1
     fi
     # A site exports its file system writable for the job's user; here open to all, sticky (the
     # runtime user is made later, by the preflight stage).
