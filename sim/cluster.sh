@@ -23,7 +23,7 @@ mgmt_cidr=${SIM_MGMT_SUBNET:-10.89.10}     # nodes: .11, .12, ...
 roce_cidr=${SIM_ROCE_SUBNET:-192.168.100}  # node interfaces .2..; device IPs from the IP plan
 key=$state/id_ed25519
 shared_vol=${prefix}-shared
-shared_path=/mnt/ascendops   # inventories/sim/group_vars/all/shared_storage.yml names it
+shared_path=/mnt/ascendops   # inventories/sim/group_vars/npu_nodes/shared_storage.yml names it
 
 nodes=2; npus=2; model=910B1
 cmd=${1:-}; shift || true
