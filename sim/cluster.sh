@@ -2,8 +2,11 @@
 # SIMULATION ONLY. Brings the simulated Ascend cluster up or down: N privileged podman containers
 # running systemd, each a "server" with its own hostname, a fixed address on a management network
 # (Ansible reaches it over SSH with a generated key, like a real server), a second network that
-# stands in for the RoCE fabric of the device NICs, and a volume for /var/lib/docker so a container
-# engine can run inside. The simulated hardware (NPU count and model) is written into each node.
+# stands in for the RoCE fabric of the device NICs, a volume for /var/lib/docker so a container
+# engine can run inside, and one named volume mounted at the same path in every node: the nodes'
+# shared file system for the job's data and checkpoints (inventories/sim: shared_storage_type
+# existing at /mnt/ascendops; open to every user and sticky, like /tmp).
+# The simulated hardware (NPU count and model) is written into each node. `down` removes all of it.
 #
 #   sim/cluster.sh up [--nodes N] [--npus M] [--model 910B1]
 #   sim/cluster.sh down
@@ -19,6 +22,8 @@ roce_net=${prefix}-roce
 mgmt_cidr=${SIM_MGMT_SUBNET:-10.89.10}     # nodes: .11, .12, ...
 roce_cidr=${SIM_ROCE_SUBNET:-192.168.100}  # node interfaces .2..; device IPs from the IP plan
 key=$state/id_ed25519
+shared_vol=${prefix}-shared
+shared_path=/mnt/ascendops   # inventories/sim/group_vars/npu_nodes/shared_storage.yml names it
 
 nodes=2; npus=2; model=910B1
 cmd=${1:-}; shift || true
@@ -67,6 +72,8 @@ up() {
     podman network create --subnet "$mgmt_cidr.0/24" --label ascendops.sim.node "$mgmt_net" >/dev/null
   podman network exists "$roce_net" ||
     podman network create --subnet "$roce_cidr.0/24" --label ascendops.sim.node "$roce_net" >/dev/null
+  podman volume exists "$shared_vol" ||
+    podman volume create --label ascendops.sim.node=shared "$shared_vol" >/dev/null
   local i name ip hosts=()
   for i in $(seq 1 "$nodes"); do
     name=node$i; ip=$mgmt_cidr.$((10 + i))
@@ -78,8 +85,16 @@ up() {
         --label ascendops.sim.node="$name" --restart=always \
         --network "$mgmt_net:ip=$ip" --network "$roce_net:ip=$roce_cidr.$((1 + i))" \
         -v "$prefix-$name-docker:/var/lib/docker" \
+        -v "$shared_vol:$shared_path" \
         "$image" >/dev/null
     fi
+    if ! podman exec "$prefix-$name" mountpoint -q "$shared_path"; then
+      echo "$prefix-$name has no shared file system at $shared_path (made by an older sim/cluster.sh): make sim-down, then up again" >&2
+      exit 1
+    fi
+    # A site exports its file system writable for the job's user; here open to all, sticky (the
+    # runtime user is made later, by the preflight stage).
+    podman exec "$prefix-$name" chmod 1777 "$shared_path"
     podman exec -i "$prefix-$name" sh -c 'install -d -m 0700 /root/.ssh && cat > /root/.ssh/authorized_keys' < "$key.pub"
     podman exec "$prefix-$name" ascend-sim hardware --npus "$npus" --model "$model" --nic-interface eth1 >/dev/null
     hosts+=("$name=$ip")
@@ -87,7 +102,7 @@ up() {
   write_inventory "${hosts[@]}"
   for i in $(seq 1 "$nodes"); do wait_ssh "$mgmt_cidr.$((10 + i))"; done
   printf 'SIM_NODES=%s\nSIM_NPUS=%s\nSIM_MODEL=%s\n' "$nodes" "$npus" "$model" > "$state/cluster.env"
-  echo "simulated cluster up: $nodes nodes x $npus NPUs ($model); inventory inventories/sim"
+  echo "simulated cluster up: $nodes nodes x $npus NPUs ($model), shared file system $shared_path (volume $shared_vol); inventory inventories/sim"
 }
 
 # The cluster's nodes for inventories/sim (its nodes.py reads this file; git ignores .cache).
