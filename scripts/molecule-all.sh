@@ -17,6 +17,15 @@ if [ $# -gt 0 ]; then scenarios=("$@"); else
   skip=" ${MOLECULE_SKIP-} "
   mapfile -t scenarios < <(for f in molecule/*/molecule.yml; do
     s=$(basename "$(dirname "$f")"); [[ "$skip" == *" $s "* ]] || echo "$s"; done)
+  # The day-2 upgrade (two bare nodes, previous release to current) right after the driver's own upgrade.
+  if [[ " ${scenarios[*]} " == *" upgrade "* && " ${scenarios[*]} " == *" npu_driver_upgrade "* ]]; then
+    ordered=()
+    for s in "${scenarios[@]}"; do
+      [ "$s" = upgrade ] && continue
+      ordered+=("$s"); [ "$s" = npu_driver_upgrade ] && ordered+=(upgrade)
+    done
+    scenarios=("${ordered[@]}")
+  fi
 fi
 declare -a rows; failed=0
 # Multi-node scenarios: keep the running nodes' cgroup folders (see sim/cgroup-keeper.sh).
