@@ -53,7 +53,12 @@ def role_vars(versions):
     for component, var in ROLE_VARS.items():
         value = (versions or {}).get(component)
         if value not in (None, ""):
-            out[var] = str(value)
+            value = str(value)
+            # The runtime's install record says `version=v5.0.0`; its package and the role setting have no `v`
+            # (molecule/upgrade: the rollback looked for Ascend-docker-runtime_v5.0.0_linux-x86_64.run).
+            if component == "docker_runtime" and value[:1] in ("v", "V") and value[1:2].isdigit():
+                value = value[1:]
+            out[var] = value
     return out
 
 

@@ -122,3 +122,33 @@ def test_without_a_release_the_role_settings_are_the_target_and_the_image_is_lef
     assert "a2-node01: cann: cann_toolkit 8.0.0 -> 8.2.RC1" in run.text
     assert "a2-node01: image:" not in run.text and "a2-node01: driver:" not in run.text
     assert "Not planned (left as they are): image" in run.text
+
+
+def _batch_tasks():
+    plays = yaml.safe_load((ROOT / "playbooks" / "upgrade.yml").read_text())
+    batch = next(p for p in plays if p.get("hosts") == "upgrade_pending")
+    return {t["name"]: t for t in batch["tasks"]}
+
+
+def test_a_rollback_that_fails_still_stops_naming_the_node_and_the_check():
+    """Found on the simulated cluster (molecule/upgrade): the NPU fault that failed the gate is still there
+    after the rollback's reboot, so the driver role's health check fails inside the rollback; without a
+    rescue the node failed there and the run never said which node and which check had failed."""
+    tasks = _batch_tasks()
+    rollback = tasks["Upgrade | Roll this node back to the versions it ran before the upgrade"]
+    noted = [t for t in rollback["rescue"] if "upgrade_rollback_failed" in t.get("ansible.builtin.set_fact", {})]
+    assert noted and "ansible_failed_task.name" in noted[0]["ansible.builtin.set_fact"]["upgrade_rollback_failed"]
+    start = tasks["Upgrade | Start with no failed check"]["ansible.builtin.set_fact"]
+    assert start["upgrade_rollback_failed"] == ""
+    stop = tasks["Upgrade | Stop and say which node and which check failed"]["ansible.builtin.fail"]["msg"]
+    assert "upgrade_batch_failed.items()" in stop and "upgrade_rollback_failed" in stop
+
+
+def test_the_rollback_tags_the_previous_image_after_the_runtime_role_loads_the_archive():
+    """The container_runtime role loads the target's image archive: tagging the old image before it ran
+    would be undone by it."""
+    rollback = _batch_tasks()["Upgrade | Roll this node back to the versions it ran before the upgrade"]
+    steps = [t["name"] for t in rollback["block"]]
+    runtime = next(i for i, n in enumerate(steps) if "Ascend Docker Runtime" in n)
+    image = next(i for i, n in enumerate(steps) if "Trainer image" in n)
+    assert runtime < image

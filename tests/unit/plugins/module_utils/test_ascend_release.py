@@ -389,3 +389,15 @@ def test_filters_are_registered_and_release_check_combines_the_node_rules():
 def test_release_load_filter_raises_an_error_naming_the_release():
     with pytest.raises(ValueError, match="no release 'missing'"):
         FilterModule().filters()["release_load"]("missing", str(RELEASES))
+
+
+def test_an_image_of_another_release_with_the_same_pins_is_this_releases_image():
+    """releases/sim-previous.yml names the image releases/sim.yml builds (same pins): not a finding;
+    the release's name is still reported beside any pin that differs."""
+    previous, current = release("sim-previous"), release("sim")
+    assert r.check_image_label("n1", r.image_label(current), previous) == []
+    other = json.loads(r.image_label(current))
+    other["torch"] = "2.4.0+cpu"
+    found = r.check_image_label("n1", json.dumps(other), previous)
+    assert sorted(f["component"] for f in found) == ["image release", "image torch"]
+    assert "was built with release sim but release sim-previous names sim-previous" in found[1]["msg"]

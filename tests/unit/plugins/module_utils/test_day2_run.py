@@ -113,3 +113,11 @@ def test_scale_plan_text_lists_the_change_and_the_steps():
     assert lines[-1] == "Step 5: start_job (nodes a, s, c, world_size 24, resume checkpoint)"
     refused = d.scale_plan_text(plan_scale(["a"], remove=["a"]), "Remove a")
     assert refused[1].startswith("REFUSED:") and "no node would be left in the job" in refused[-1]
+
+
+def test_role_vars_drop_the_v_the_runtime_install_record_carries():
+    """npu_info reads the runtime's install record (`version=v5.0.0`): the rollback to those versions must
+    ask the container_runtime role for 5.0.0 (the package is Ascend-docker-runtime_5.0.0_...)."""
+    assert d.role_vars({"docker_runtime": "v5.0.0", "cann_toolkit": "8.0.RC3"}) == {
+        "container_runtime_ascend_runtime_version": "5.0.0", "cann_version": "8.0.RC3"}
+    assert d.role_vars({"docker_runtime": "6.0.0"}) == {"container_runtime_ascend_runtime_version": "6.0.0"}
