@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # `make test`: every check, each timed; all run even when one fails, so a single CI run shows every
 # failure. Exit status is non-zero if any step failed.
-# The image builds (debootstrap and pip downloads, podman build and commit: mostly network and disk)
-# run in the background beside the checks (mostly CPU) and log to .cache/test/images.log, printed
-# when they are done; the molecule scenarios start once both are. TEST_SERIAL=1 runs every step one
-# after another (the order below).
+# Two lanes on the machine's cores: the checks (ruff ... pytest, one CPU core most of the time) in
+# the foreground; in the background the image builds (debootstrap and pip downloads, podman build
+# and commit: mostly network and disk) and then, once they passed, every molecule scenario (one at a
+# time: two scenarios at once break each other's nodes). The background lane logs to
+# .cache/test/lane.log, printed when both lanes are done. TEST_SERIAL=1 runs every step one after
+# another (checks, images, molecule).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -37,34 +39,41 @@ checks() {
   step pytest pytest tests
   step pytest-payload pytest payload/tests
 }
+molecule_all() {
+  # Every molecule scenario; MOLECULE_SKIP="roce cluster" leaves scenarios out (scripts/molecule-all.sh).
+  step molecule scripts/molecule-all.sh
+}
 start=$(date +%s)
 if [ "${TEST_SERIAL:-0}" = 1 ]; then
   checks
   images
+  molecule_all
 else
   mkdir -p .cache/test
-  log=.cache/test/images.log
-  rm -f .cache/test/images.rows
-  echo "=== images: building in the background (log: $log)"
-  ( rows=(); failed=0; images; printf '%s\n' "${rows[@]}" > .cache/test/images.rows; exit $(( failed > 0 )) ) \
-    >"$log" 2>&1 &
-  images_pid=$!
+  log=.cache/test/lane.log
+  rm -f .cache/test/lane.rows
+  echo "=== images, then molecule: in the background (log: $log)"
+  ( rows=(); failed=0
+    images
+    # The scenarios need the node images, the packages and the trainer image.
+    if [ "$failed" = 0 ]; then molecule_all
+    else rows+=("$(printf '%-22s %-7s' molecule 'SKIPPED (an image build failed)')"); failed=$((failed + 1)); fi
+    printf '%s\n' "${rows[@]}" > .cache/test/lane.rows; exit $(( failed > 0 )) ) >"$log" 2>&1 &
+  lane_pid=$!
   checks
-  echo; echo "=== waiting for the image builds"
-  wait "$images_pid"
-  cat "$log"
-  if [ -f .cache/test/images.rows ]; then
-    mapfile -t -O "${#rows[@]}" rows < .cache/test/images.rows
-    failed=$(( failed + $(grep -c ' FAILED ' .cache/test/images.rows) ))
+  echo; echo "=== checks done after $(( $(date +%s) - start ))s; waiting for the images and molecule lane"
+  # What the lane logged so far, then the rest as it comes, until the lane ends.
+  tail -n +1 -f --pid="$lane_pid" "$log"
+  wait "$lane_pid"
+  if [ -f .cache/test/lane.rows ]; then
+    mapfile -t -O "${#rows[@]}" rows < .cache/test/lane.rows
+    failed=$(( failed + $(grep -c -e ' FAILED ' -e ' SKIPPED ' .cache/test/lane.rows) ))
   else
-    rows+=("$(printf '%-22s %-7s' images FAILED)"); failed=$((failed + 1))
+    rows+=("$(printf '%-22s %-7s' images-and-molecule FAILED)"); failed=$((failed + 1))
   fi
 fi
-echo; echo "=== checks and images done after $(( $(date +%s) - start ))s"
-# Every molecule scenario; MOLECULE_SKIP="roce cluster" leaves scenarios out (scripts/molecule-all.sh).
-step molecule scripts/molecule-all.sh
 echo
-echo "make test timing summary (images: built beside the checks)"
+echo "make test timing summary (checks in one lane; images then molecule in the other)"
 printf '%s\n' "${rows[@]}"
 echo "total $(( $(date +%s) - start ))s"
 echo "$(( ${#rows[@]} - failed )) passed, $failed failed"
