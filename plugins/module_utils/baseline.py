@@ -10,6 +10,10 @@ the world size it ran on:
   2(n-1)/n, comparable across world sizes) from the collective pre-flight;
 - ``training``: tokens/s per device and MFU from the trainer's status files (the mean over nodes).
 
+A measurement on one node (the NPUs' links inside the server) and one across nodes (the device
+NICs) are not comparable: each topology has its own baseline (``<kind>`` across nodes,
+``<kind>/single-node`` on one), so a one-node run and a later cluster run each record their own.
+
 A later measurement is compared metric by metric: ``ok`` at or above (1 - warn) x baseline, ``warn``
 below it, ``fail`` below (1 - fail) x baseline. Only a drop counts: faster is fine. Metrics the
 baseline lacks (a new message size) are reported as ``new``.
@@ -63,6 +67,19 @@ def compare(baseline_metrics, current, warn, fail):
     return rows
 
 
+def _single_node(context):
+    """Whether `context` (its ``nodes``, an int or a templated string) describes a one-node measurement."""
+    try:
+        return int(str((context or {}).get("nodes")).strip()) == 1
+    except ValueError:
+        return False
+
+
+def slot(kind, context):
+    """The store key of `kind`'s baseline for the topology of `context`."""
+    return f"{kind}/single-node" if _single_node(context) else kind
+
+
 def evaluate(store, kind, current, context, warn=0.1, fail=0.3, update=False, now=None):
     """Compare `current` metrics of `kind` with the stored baseline and return (new store, result).
 
@@ -77,12 +94,17 @@ def evaluate(store, kind, current, context, warn=0.1, fail=0.3, update=False, no
     store.setdefault("schema", SCHEMA_VERSION)
     entries = store.setdefault("baselines", {})
     stamp = now or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    base = entries.get(kind)
+    key = slot(kind, context)
+    # A one-node baseline stored under the plain kind (before the split by topology) moves to its slot.
+    legacy = entries.get(kind)
+    if legacy is not None and _single_node(legacy.get("context")) and f"{kind}/single-node" not in entries:
+        entries[f"{kind}/single-node"] = entries.pop(kind)
+    base = entries.get(key)
     if not current:
         return store, {"kind": kind, "verdict": "none", "rows": [], "context": context,
                        "baseline_context": (base or {}).get("context"), "changed": {}}
     if base is None or update:
-        entries[kind] = {"metrics": dict(current), "context": dict(context or {}), "recorded_at": stamp}
+        entries[key] = {"metrics": dict(current), "context": dict(context or {}), "recorded_at": stamp}
         return store, {"kind": kind, "verdict": "recorded", "rows": compare(current, current, warn, fail),
                        "context": context, "baseline_context": context, "changed": {}}
     rows = compare(base["metrics"], current, warn, fail)

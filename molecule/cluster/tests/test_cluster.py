@@ -113,6 +113,8 @@ def test_environment_socket_interface_rdma_qos_and_secrets_kept_from_login_shell
     profile = host.file("/etc/profile.d/ascendops-job.sh").content_string
     assert "export RANK_TABLE_FILE=" in profile and "OMP_NUM_THREADS" not in profile  # extra_env stays out
     assert ". /etc/ascendops/ascendops.env" not in profile
+    # The CANN paths come from the cann stage's profile (through `latest`): a CANN upgrade reaches login shells.
+    assert "ASCEND_TOOLKIT_HOME" not in profile and "ASCEND_HOME_PATH" not in profile
 
 
 def test_checkpoints_on_every_node(host):

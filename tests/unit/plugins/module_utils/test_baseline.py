@@ -55,6 +55,28 @@ def test_context_changes_are_shown_and_update_rerecords():
     assert store["baselines"]["training"]["metrics"] == {"tokens_per_s_per_device": 3000.0}  # input not mutated
 
 
+def test_one_node_and_several_nodes_each_have_their_own_baseline():
+    one = dict(CTX, nodes="1", world_size=2)
+    two = dict(CTX, nodes="2", world_size=4)
+    store = b.evaluate({}, "collective", {"262144": 0.9}, one)[0]
+    assert list(store["baselines"]) == ["collective/single-node"]
+    # A cluster far slower than one node's internal links: its own baseline, not a failure.
+    store, r = b.evaluate(store, "collective", {"262144": 0.1}, two)
+    assert r["verdict"] == "recorded"
+    assert sorted(store["baselines"]) == ["collective", "collective/single-node"]
+    assert b.evaluate(store, "collective", {"262144": 0.05}, two, fail=0.3)[1]["verdict"] == "fail"
+    assert b.evaluate(store, "collective", {"262144": 0.9}, one)[1]["verdict"] == "ok"
+
+
+def test_a_one_node_baseline_stored_under_the_kind_moves_to_its_slot():
+    old = {"schema": 1, "baselines": {"collective": {"metrics": {"262144": 0.9}, "context": {"nodes": "1"},
+                                                     "recorded_at": "2026-12-01T00:00:00+00:00"}}}
+    store, r = b.evaluate(old, "collective", {"262144": 0.1}, {"nodes": "2"})
+    assert r["verdict"] == "recorded"
+    assert store["baselines"]["collective/single-node"]["metrics"] == {"262144": 0.9}
+    assert store["baselines"]["collective"]["metrics"] == {"262144": 0.1}
+
+
 def test_bad_tolerances_and_kinds_are_refused():
     with pytest.raises(ValueError, match="tolerances"):
         b.compare({"a": 1.0}, {"a": 1.0}, 0.5, 0.2)
