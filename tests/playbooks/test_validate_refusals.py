@@ -8,6 +8,7 @@ the stand-in stage, so the marker check can fail.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from pathlib import Path
 
@@ -209,4 +210,59 @@ def test_a_role_setting_given_as_include_vars_is_named_too(run_validate, tmp_pat
     assert run.rc != 0
     assert f"a2-node01: npu_driver_package_dir is {missing}, but that directory is not on the controller" in run.text
     assert "or set npu_driver_package_dir to the directory" in run.text
+    assert run.changed_nodes() == []
+
+
+def _packages_validation(packages):
+    """The shared package check (roles/ascend/tasks/packages_validate.yml) on the nodes, for these files."""
+    return [{"name": "Validation of the package files", "hosts": "npu_nodes", "gather_facts": False,
+             "any_errors_fatal": True, "tasks": [{
+                 "name": "Validate | Packages", "ansible.builtin.include_role": {
+                     "name": "ascendops.cluster.ascend", "tasks_from": "packages_validate"},
+                 "vars": {"__common_packages": list(packages)}}]}]
+
+
+def _repository(tmp_path, name="Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-aarch64.run"):
+    """A package in a site's store and a package directory whose manifest lists it (the file not there yet)."""
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / name).write_bytes(b"#!/bin/sh\necho a vendor package\n")
+    pkgs = tmp_path / "packages"
+    pkgs.mkdir()
+    digest = hashlib.sha256((store / name).read_bytes()).hexdigest()
+    (pkgs / "SHA256SUMS").write_text(f"{digest}  {name}\n")
+    return store, pkgs, name
+
+
+def test_a_package_that_is_a_symbolic_link_is_checked_through_the_link(run_validate, tmp_path):
+    store, pkgs, name = _repository(tmp_path)
+    (pkgs / name).symlink_to(store / name)
+    run = run_validate({"ascend_package_dir": str(pkgs)}, host_vars={"a2-node01": LOCAL, "a2-node02": LOCAL},
+                       skip_nodes=False, validation=_packages_validation([name]))
+    assert run.rc == 0, run.out
+    assert run.changed_nodes() == ["a2-node01", "a2-node02"]
+
+
+def test_a_link_whose_target_differs_from_the_manifest_is_corrupt(run_validate, tmp_path):
+    store, pkgs, name = _repository(tmp_path)
+    (pkgs / name).symlink_to(store / name)
+    (store / name).write_bytes(b"truncated")
+    run = run_validate({"ascend_package_dir": str(pkgs)}, host_vars={"a2-node01": LOCAL, "a2-node02": LOCAL},
+                       skip_nodes=False, validation=_packages_validation([name]))
+    assert run.rc != 0
+    assert f"a2-node01: {pkgs}/{name} (ascend_package_dir) is corrupt: its sha256 is" in run.text
+    assert "Fetch the package again (or fix SHA256SUMS)" in run.text
+    assert run.changed_nodes() == []
+
+
+def test_a_dangling_link_names_the_host_the_file_where_it_points_and_the_fix(run_validate, tmp_path):
+    store, pkgs, name = _repository(tmp_path)
+    (pkgs / name).symlink_to(store / "moved-away.run")
+    run = run_validate({"ascend_package_dir": str(pkgs)}, host_vars={"a2-node01": LOCAL, "a2-node02": LOCAL},
+                       skip_nodes=False, validation=_packages_validation([name]))
+    assert run.rc != 0
+    assert (f"a2-node01: {pkgs}/{name} (ascend_package_dir) is a symbolic link to {store}/moved-away.run, which "
+            "does not exist (a dangling link). Point the link at the package file "
+            f"(ln -sfn /path/to/{name} {pkgs}/{name}), or put the package itself there.") in run.text
+    assert "Error while resolving" not in run.text and "has no attribute" not in run.text
     assert run.changed_nodes() == []
