@@ -36,6 +36,11 @@ def upgrade_batch_verdict(plan, index, failed):
     return _u.batch_verdict(plan, int(index), failed or {})
 
 
+def upgrade_gate(health, installed, expected, node):
+    """One node's gates after its batch's install (``upgrade_plan.gate``): ``{failed, not_read, rows}``."""
+    return _u.gate(node, health, installed, expected)
+
+
 def upgrade_settings_release(versions):
     """A release-shaped target from the role version settings (``day2_run.settings_release``)."""
     return _d.settings_release(versions)
@@ -78,7 +83,8 @@ class FilterModule:
 
     def filters(self):
         return {"upgrade_plan": upgrade_plan, "upgrade_plan_text": upgrade_plan_text,
-                "upgrade_batch_verdict": upgrade_batch_verdict, "upgrade_settings_release": upgrade_settings_release,
+                "upgrade_batch_verdict": upgrade_batch_verdict, "upgrade_gate": upgrade_gate,
+                "upgrade_settings_release": upgrade_settings_release,
                 "day2_role_vars": day2_role_vars, "day2_node_health": day2_node_health,
                 "day2_node_list": day2_node_list, "scale_plan": scale_plan, "scale_plan_text": scale_plan_text,
                 "day2_resume_problem": day2_resume_problem}

@@ -33,6 +33,7 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_release i
     check_cann_driver,
     check_firmware,
     check_release,
+    compare,
     expected_versions,
 )
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version import versions_equal
@@ -46,6 +47,9 @@ STEPS = (
     ("image", ("image",)),
 )
 REBOOT_STEPS = ("firmware", "driver")
+# Components a release may name that no play reads on a node (the MCU: its board query is not in the
+# vendor facts this project follows; README, Releases): reported "not read", never a failed gate.
+NOT_READ = ("mcu",)
 HEALTH_CHECKS = (
     ("reachable", "reachable", "the node does not answer (SSH)"),
     ("npu_health_ok", "npu_health", "npu-smi reports an NPU whose health is not OK"),
@@ -216,6 +220,32 @@ def batch_verdict(plan, index, failed):
             "rollback": [{"node": e["node"], "steps": e["rollback"]} for e in back], "msg": msg}
 
 
+def gate(node, health, installed, expected, not_read=NOT_READ):
+    """The gates of one node after its batch's install, in order: NPU health, device-NIC links, versions.
+
+    ``health``: the node's health facts (``day2_run.node_health``); ``installed``: ``{component: version}``
+    read on the node after the install; ``expected``: ``{component: version}`` of the target (the
+    components the gate reads). Returns ``{failed, not_read, rows}``: ``failed`` is ``""`` when every gate
+    passed, else the first failed check with what failed (``npu_health (NPU 1 Critical)``, ``links_up
+    (...)``, ``versions (driver 24.1.rc1 25.0.rc1.1, ...: component installed expected)``); ``not_read``:
+    the expected components no play can read on the node (``NOT_READ``, the MCU), reported beside the
+    verdict, never failing it; ``rows``: the version comparison (``ascend_release.compare``)."""
+    health = health or {}
+    detail = ", ".join(str(d) for d in health.get("detail") or [])
+    rows = compare(node, installed or {}, expected or {}, tuple(not_read or ()))
+    wrong = [r for r in rows if r["status"] in ("mismatch", "missing")]
+    if health.get("npu_health_ok") is not True:
+        failed = f"npu_health ({detail})"
+    elif health.get("links_up") is not True:
+        failed = f"links_up ({detail})"
+    elif wrong:
+        failed = ("versions (" + ", ".join(f"{r['component']} {r['installed']} {r['expected']}" for r in wrong)
+                  + ": component installed expected)")
+    else:
+        failed = ""
+    return {"failed": failed, "not_read": [r for r in rows if r["status"] == "not read"], "rows": rows}
+
+
 def _packages_text(step):
     parts = []
     for pkg in step["packages"]:
@@ -246,5 +276,5 @@ def render_text(plan):
     return "\n".join(lines)
 
 
-__all__ = ["PlanError", "STEPS", "refusals", "node_steps", "rollback_steps", "plan_upgrade", "batch_verdict",
-           "render_text"]
+__all__ = ["PlanError", "STEPS", "NOT_READ", "refusals", "node_steps", "rollback_steps", "plan_upgrade",
+           "batch_verdict", "gate", "render_text"]

@@ -310,3 +310,54 @@ def test_a_release_with_an_mcu_reports_it_not_planned():
     assert all("mcu" not in [pk["component"] for s in e["steps"] for pk in s["packages"]]
                for b in p["batches"] for e in b)
     assert "Not planned (left as they are): mcu" in up.render_text(p)
+
+
+# ------------------------------------------------------------------------------ the gates of a batch
+
+HOST_NEW = {k: v for k, v in NEW.items() if k != "image"}
+GOOD = {"reachable": True, "npu_health_ok": True, "links_up": True, "detail": []}
+
+
+def test_a_node_at_the_target_passes_every_gate():
+    g = up.gate("node1", GOOD, dict(HOST_NEW), HOST_NEW)
+    assert g["failed"] == "" and g["not_read"] == []
+    assert {r["status"] for r in g["rows"]} == {"ok"}
+
+
+@pytest.mark.parametrize("health, failed", [
+    ({"npu_health_ok": False, "links_up": False, "detail": ["NPU 1 Critical", "device NIC link not UP on device 1"]},
+     "npu_health (NPU 1 Critical, device NIC link not UP on device 1)"),
+    ({"links_up": False, "detail": ["device NIC link not UP on device 3"]},
+     "links_up (device NIC link not UP on device 3)"),
+])
+def test_health_is_judged_before_links_and_names_what_failed(health, failed):
+    assert up.gate("node1", dict(GOOD, **health), dict(HOST_NEW), HOST_NEW)["failed"] == failed
+
+
+def test_a_version_not_at_the_target_fails_the_versions_gate_naming_it():
+    now = dict(HOST_NEW, driver=OLD["driver"])
+    del now["cann_kernels"]
+    g = up.gate("node1", GOOD, now, HOST_NEW)
+    assert g["failed"] == (f"versions (driver {OLD['driver']} {NEW['driver']}, "
+                           f"cann_kernels None {NEW['cann_kernels']}: component installed expected)")
+
+
+def test_a_release_naming_an_mcu_reports_it_not_read_and_does_not_fail_the_gate():
+    # The MCU has no read on the node (README, Releases): "not read", not "missing".
+    expected = dict(HOST_NEW, mcu="24.2.1")
+    g = up.gate("node1", GOOD, dict(HOST_NEW), expected)
+    assert g["failed"] == ""
+    assert g["not_read"] == [{"host": "node1", "component": "mcu", "installed": None, "expected": "24.2.1",
+                              "status": "not read"}]
+    # Another component still fails beside the unread MCU.
+    g = up.gate("node1", GOOD, dict(HOST_NEW, firmware=OLD["firmware"]), expected)
+    assert g["failed"].startswith(f"versions (firmware {OLD['firmware']} {NEW['firmware']}:")
+    assert [r["component"] for r in g["not_read"]] == ["mcu"]
+
+
+def test_the_gate_of_the_playbooks_filter_is_this_one():
+    from ansible_collections.ascendops.cluster.plugins.filter.day2 import FilterModule
+
+    gate = FilterModule().filters()["upgrade_gate"]
+    g = gate(GOOD, dict(HOST_NEW), dict(HOST_NEW, mcu="24.2.1"), "node1")
+    assert g["failed"] == "" and [r["component"] for r in g["not_read"]] == ["mcu"]
