@@ -56,6 +56,11 @@ def day2_node_health(npu, devices, expected_devices=None):
     return _d.node_health(npu, devices, expected_devices)
 
 
+def day2_nics_ready(devices, expected_devices=None):
+    """hccn_info devices all up with net health Success, as many as expected (``day2_run.nics_ready``)."""
+    return _d.nics_ready(devices, expected_devices)
+
+
 def day2_node_list(value, known=None, what="nodes"):
     """``-e nodes=a,b`` as ``{nodes, unknown, problem}`` (``day2_run.node_list``)."""
     return _d.node_list(value, known, what)
@@ -86,5 +91,6 @@ class FilterModule:
                 "upgrade_batch_verdict": upgrade_batch_verdict, "upgrade_gate": upgrade_gate,
                 "upgrade_settings_release": upgrade_settings_release,
                 "day2_role_vars": day2_role_vars, "day2_node_health": day2_node_health,
+                "day2_nics_ready": day2_nics_ready,
                 "day2_node_list": day2_node_list, "scale_plan": scale_plan, "scale_plan_text": scale_plan_text,
                 "day2_resume_problem": day2_resume_problem}

@@ -6,7 +6,8 @@ stage roles. Pure data, no I/O: the planners are ``upgrade_plan`` and ``scale_pl
 - ``settings_release``: a target made of the role version settings (no release manifest): the
   planner's release shape, with no trainer image to check or plan (no release name for its label).
 - ``role_vars``: the stage roles' version variables that install a set of component versions.
-- ``node_health``: the planner's health facts of one node from ``npu_info`` and ``hccn_info``.
+- ``node_health``: the planner's health facts of one node from ``npu_info`` and ``hccn_info``;
+  ``nics_ready``: whether its device NICs are up and healthy (a wait's condition).
 - ``node_list``: ``-e nodes=a,b`` (or a YAML list) as a list, with the names the inventory lacks.
 """
 
@@ -62,10 +63,38 @@ def role_vars(versions):
     return out
 
 
+def _nic_problems(devices, expected_devices=None):
+    """What keeps a node's device NICs from carrying a job: no NIC read, a link not UP, a net health
+    (``hccn_tool -net_health -g``, when read) other than ``Success`` (``Init`` until address, netmask and
+    net-detect address are set, ``Fault`` while the net-detect address does not answer), fewer NICs than
+    ``expected_devices``. The rank table refuses the same devices (``rank_table`` filter)."""
+    problems = []
+    if not devices:
+        problems.append("no device NIC could be read (hccn_tool)")
+    down = [str(d.get("device_id")) for d in devices or [] if str(d.get("link", "")).upper() != "UP"]
+    if down:
+        problems.append(f"device NIC link not UP on device {', '.join(down)}")
+    sick = [f"{d.get('device_id')} ({d.get('health')})" for d in devices or []
+            if str(d.get("link", "")).upper() == "UP" and "health" in d and str(d.get("health")) != "Success"]
+    if sick:
+        problems.append(f"device network health not Success on device {', '.join(sick)}")
+    if expected_devices is not None and devices and len(devices) < int(expected_devices):
+        problems.append(f"{len(devices)} device NICs read, {expected_devices} expected")
+    return problems
+
+
+def nics_ready(devices, expected_devices=None):
+    """True when every device NIC is up with net health ``Success`` (and as many as expected): what a
+    wait after a reboot polls for (the driver brings the NICs back from ``/etc/hccn.conf``; a link and
+    its net-detect answer take a while)."""
+    return not _nic_problems(devices, expected_devices)
+
+
 def node_health(npu, devices, expected_devices=None):
     """The planner's health facts from one node's ``npu_info`` result and ``hccn_info`` devices:
     ``{reachable, npu_health_ok, links_up, detail}``. ``detail`` names what is wrong (NPU ids and
-    their health, device ids whose link is not UP, a count short of ``expected_devices``)."""
+    their health, device ids whose link is not UP or whose net health is not Success, a count short
+    of ``expected_devices``)."""
     npu = npu or {}
     problems = []
     available = bool((npu.get("npu_smi") or {}).get("available"))
@@ -75,16 +104,9 @@ def node_health(npu, devices, expected_devices=None):
     for entry in unhealthy:
         problems.append(f"NPU {entry.get('npu_id')} {entry.get('health')}")
     health_ok = available and not unhealthy and bool(npu.get("healthy", not unhealthy))
-    down = [str(d.get("device_id")) for d in devices or [] if str(d.get("link", "")).upper() != "UP"]
-    links_ok = bool(devices) and not down
-    if not devices:
-        problems.append("no device NIC could be read (hccn_tool)")
-    if down:
-        problems.append(f"device NIC link not UP on device {', '.join(down)}")
-    if expected_devices is not None and devices and len(devices) < int(expected_devices):
-        links_ok = False
-        problems.append(f"{len(devices)} device NICs read, {expected_devices} expected")
-    return {"reachable": True, "npu_health_ok": health_ok, "links_up": links_ok, "detail": problems}
+    nic_problems = _nic_problems(devices, expected_devices)
+    problems.extend(nic_problems)
+    return {"reachable": True, "npu_health_ok": health_ok, "links_up": not nic_problems, "detail": problems}
 
 
 def node_list(value, known=None, what="nodes"):

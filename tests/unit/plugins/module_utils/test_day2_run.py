@@ -121,3 +121,20 @@ def test_role_vars_drop_the_v_the_runtime_install_record_carries():
     assert d.role_vars({"docker_runtime": "v5.0.0", "cann_toolkit": "8.0.RC3"}) == {
         "container_runtime_ascend_runtime_version": "5.0.0", "cann_version": "8.0.RC3"}
     assert d.role_vars({"docker_runtime": "6.0.0"}) == {"container_runtime_ascend_runtime_version": "6.0.0"}
+
+
+def test_a_link_up_whose_net_health_is_not_success_is_not_ready():
+    # After a reboot the driver brings the NICs back from /etc/hccn.conf: the link comes up before the
+    # net-detect address answers (hccn_tool -net_health -g: Init, then Fault until it answers).
+    npu = {"npu_smi": {"available": True}, "healthy": True, "unhealthy": []}
+    devices = [{"device_id": 0, "link": "UP", "health": "Success"}, {"device_id": 1, "link": "UP", "health": "Fault"},
+               {"device_id": 2, "link": "DOWN", "health": "Fault"}, {"device_id": 3, "link": "UP", "health": "Init"}]
+    health = d.node_health(npu, devices, 4)
+    assert health["npu_health_ok"] is True and health["links_up"] is False
+    assert health["detail"] == ["device NIC link not UP on device 2",
+                                "device network health not Success on device 1 (Fault), 3 (Init)"]
+    assert d.nics_ready(devices, 4) is False
+    ready = [{"device_id": i, "link": "UP", "health": "Success"} for i in range(4)]
+    assert d.nics_ready(ready, 4) is True
+    assert d.nics_ready(ready[:3], 4) is False and d.nics_ready([], 4) is False
+    assert d.node_health(npu, ready, 4) == {"reachable": True, "npu_health_ok": True, "links_up": True, "detail": []}
