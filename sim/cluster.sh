@@ -97,6 +97,13 @@ up() {
     podman exec "$prefix-$name" chmod 1777 "$shared_path"
     podman exec -i "$prefix-$name" sh -c 'install -d -m 0700 /root/.ssh && cat > /root/.ssh/authorized_keys' < "$key.pub"
     podman exec "$prefix-$name" ascend-sim hardware --npus "$npus" --model "$model" --nic-interface eth1 >/dev/null
+    # SIMULATION ONLY, for the trainer's container (inventories/sim/group_vars/all/launch.yml mounts both):
+    # the rank shim (sim/rank-device: each simulated rank holds its /dev/davinciN, the stand-in's busy
+    # rule) and the stand-in state's lock open to the job's user (npu-smi takes a shared lock to read it).
+    podman exec "$prefix-$name" rm -rf /opt/ascend-sim-rank
+    podman cp "$here/rank-device" "$prefix-$name:/opt/ascend-sim-rank"
+    podman exec "$prefix-$name" sh -c 'chmod -R a+rX /opt/ascend-sim-rank && mkdir -p /var/lib/ascend-sim &&
+      touch /var/lib/ascend-sim/state.lock && chmod 0666 /var/lib/ascend-sim/state.lock'
     hosts+=("$name=$ip")
   done
   write_inventory "${hosts[@]}"

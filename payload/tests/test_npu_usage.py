@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from ascendops_trainer.npu_usage import NpuUsageError, NpuUsageSampler, combine, parse_chips
+from ascendops_trainer.npu_usage import NpuUsageError, NpuUsageSampler, combine, node_has_npus, parse_chips
 
 USAGES_910B = """\
         NPU ID                         : 0
@@ -141,6 +141,35 @@ def test_sampler_off_or_without_npu_smi_starts_nothing(tmp_path):
     missing = NpuUsageSampler(10, npu_smi=str(tmp_path / "absent"))
     assert missing.start()._thread is None and missing.latest() == {}
     missing.close()
+
+
+def test_node_has_npus_by_device_nodes_or_the_runtime_whatever_the_training_device(tmp_path):
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "null").write_text("")
+    (dev / "davinci_manager").write_text("")  # control devices alone are no NPU
+    assert not node_has_npus({}, str(dev))  # a CPU or CUDA machine: nothing to read
+    assert not node_has_npus({"ASCEND_VISIBLE_DEVICES": " "}, str(dev))
+    assert node_has_npus({"ASCEND_VISIBLE_DEVICES": "0-7"}, str(dev))  # the Ascend Docker Runtime's view
+    (dev / "davinci3").write_text("")  # a --device /dev/davinci3 container, a bare-metal node
+    assert node_has_npus({}, str(dev))
+    assert not node_has_npus({}, str(tmp_path / "absent"))
+
+
+def test_for_node_samples_on_the_main_rank_where_npus_are_visible(tmp_path):
+    smi = fake_npu_smi(tmp_path, "exit 0\n")
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    assert NpuUsageSampler.for_node(10, True, {}, str(dev), smi).interval_s == 0  # no NPU: off, nothing said
+    assert NpuUsageSampler.for_node(10, True, {}, str(dev), smi).start()._thread is None
+    (dev / "davinci0").write_text("")
+    on = NpuUsageSampler.for_node(10, True, {}, str(dev), smi)
+    assert on.interval_s == 10 and on.npu_smi == smi
+    assert NpuUsageSampler.for_node(10, False, {}, str(dev), smi).interval_s == 0  # other ranks: off
+    runtime = NpuUsageSampler.for_node(10, True, {"ASCEND_VISIBLE_DEVICES": "0"}, str(tmp_path / "x"), smi)
+    assert runtime.interval_s == 10
+    absent = NpuUsageSampler.for_node(10, True, {}, str(dev), str(tmp_path / "absent"))  # NPUs but no npu-smi
+    assert absent.npu_smi is None and absent.start()._thread is None and absent.error is None
 
 
 def test_plot_draws_npu_usage_under_loss_and_throughput(tmp_path):

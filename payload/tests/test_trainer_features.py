@@ -559,6 +559,52 @@ def test_trainer_pieces_step_evaluate_save(prepared, tmp_path):
         signal.signal(signal.SIGTERM, sigterm)
 
 
+def test_a_cpu_rank_samples_npu_usage_where_the_node_has_npus(prepared, tmp_path):
+    """The training device does not decide NPU sampling: a CPU trainer on a node with npu-smi and visible NPUs
+    samples them into its metrics; without them (a CPU or CUDA box) it starts nothing and says nothing."""
+    import time
+
+    from ascendops_trainer.parallel import shutdown
+    from ascendops_trainer.train import Trainer
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "usages").write_text("NPU ID : 0\nChip Count : 1\n\nHBM Capacity(MB) : 65536\nHBM Usage Rate(%) : 10\n"
+                                    "Aicore Usage Rate(%) : 87\nChip ID : 0\n")
+    (bin_dir / "common").write_text("NPU ID : 0\nChip Count : 1\n\nChip ID : 0\nTemperature(C) : 63\n"
+                                    "NPU Real-time Power(W) : 298.4\n")
+    (bin_dir / "npu-smi").write_text(f"""#!/bin/sh
+case "$*" in
+  "info -l") printf 'Total Count : 1\\n\\nNPU ID : 0\\n';;
+  "info -t usages -i 0") cat {bin_dir}/usages;;
+  "info -t common -i 0") cat {bin_dir}/common;;
+  *) exit 1;;
+esac
+""")
+    (bin_dir / "npu-smi").chmod(0o755)
+    env, sigterm = dict(os.environ), signal.getsignal(signal.SIGTERM)
+    try:
+        cfg = build_config({"data.path": prepared["data"], "run_dir": str(tmp_path / "run"), "train.steps": "2",
+                            "metrics.tensorboard": "false", "metrics.npu_usage_interval_s": "0.05"})
+        os.environ["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+        os.environ["ASCEND_VISIBLE_DEVICES"] = "0"  # as the Ascend Docker Runtime sets it
+        t = Trainer(cfg)
+        try:
+            assert t.ctx.device_type == "cpu"
+            end = time.monotonic() + 10
+            while not t.npu_usage.latest() and time.monotonic() < end:
+                time.sleep(0.05)
+            assert t.npu_usage.latest() == {"npu_ai_core_pct": 87.0, "npu_hbm_used_mb": 6554, "npu_hbm_total_mb": 65536,
+                                            "npu_power_w": 298.4, "npu_temp_c": 63.0}
+        finally:
+            t.close()
+    finally:
+        shutdown()
+        os.environ.clear()
+        os.environ.update(env)
+        signal.signal(signal.SIGTERM, sigterm)
+
+
 def test_packed_documents_line_up_inputs_targets_and_positions():
     """Document masking packs a micro-batch into one row. With an attention that masks by the position
     ids' segments (what the varlen flash kernel does on NPU), the packed loss equals the loss of the

@@ -1,6 +1,10 @@
 """NPU utilisation sampled into the run's metrics: AI Core %, HBM used/total, power, temperature.
 
-The node's first process starts a background thread that reads ``npu-smi info -l`` once, then every
+Whether the node has NPUs to read does not depend on the device the job trains on: the main rank samples
+when npu-smi is on its PATH and NPUs are visible to it (``node_has_npus``: ``ASCEND_VISIBLE_DEVICES`` set by
+the Ascend Docker Runtime, or ``/dev/davinciN`` device nodes, as the runtime, ``--device`` or a bare-metal
+node give them). On a CUDA or CPU machine (no npu-smi, no device nodes) nothing is started and nothing is
+said. The main rank starts a background thread that reads ``npu-smi info -l`` once, then every
 ``metrics.npu_usage_interval_s`` seconds ``npu-smi info -t usages -i N`` and ``-t common -i N`` for each
 NPU; each metric record takes the latest reading (``npu_ai_core_pct`` (mean over the node's NPUs),
 ``npu_hbm_used_mb``/``npu_hbm_total_mb`` (sums), ``npu_power_w`` (sum), ``npu_temp_c`` (hottest)). The
@@ -15,6 +19,7 @@ depend on the Ansible collection, so the few rules are kept here too.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import shutil
 import subprocess
@@ -23,9 +28,22 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+_DAVINCI = re.compile(r"^davinci\d+$")
 _KV = re.compile(r"^\s*([^:]*?[^\s:])\s*:\s*(.*?)\s*$")
 KEYS = {"aicore usage rate(%)": "aicore", "hbm capacity(mb)": "hbm_mb", "hbm usage rate(%)": "hbm_pct",
         "temperature(c)": "temp", "npu real-time power(w)": "power"}
+
+
+def node_has_npus(env: dict[str, str] | None = None, dev_dir: str = "/dev") -> bool:
+    """Whether NPUs are visible to this process: a non-empty ``ASCEND_VISIBLE_DEVICES`` (the Ascend Docker
+    Runtime's) or at least one ``/dev/davinciN`` (not ``davinci_manager``), whatever device the job trains on."""
+    env = os.environ if env is None else env
+    if env.get("ASCEND_VISIBLE_DEVICES", "").strip():
+        return True
+    try:
+        return any(_DAVINCI.match(name) for name in os.listdir(dev_dir))
+    except OSError:
+        return False
 
 
 class NpuUsageError(ValueError):
@@ -124,6 +142,14 @@ class NpuUsageSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: str | None = None
+
+    @classmethod
+    def for_node(cls, interval_s: float, is_main: bool, env: dict[str, str] | None = None,
+                 dev_dir: str = "/dev", npu_smi: str = "npu-smi") -> NpuUsageSampler:
+        """The sampler of a rank: sampling on the main rank where the node has NPUs to read, otherwise off
+        (nothing started, nothing said), whatever device the job trains on."""
+        on = is_main and node_has_npus(env, dev_dir)
+        return cls(interval_s if on else 0, npu_smi=npu_smi)
 
     def _run(self, *args: str) -> str:
         cmd = [self.npu_smi, *args]

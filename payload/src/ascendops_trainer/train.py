@@ -397,9 +397,9 @@ class Trainer:
         self.metrics = MetricsLogger(cfg.run_dir, ctx.is_main, cfg.metrics.tensorboard, console=ctx.launch.is_node_main)
         from .npu_usage import NpuUsageSampler
 
-        # the main rank's node: its NPUs' use beside loss and throughput in metrics.jsonl (never waited for)
-        sample = ctx.is_main and ctx.device_type == "npu"
-        self.npu_usage = NpuUsageSampler(cfg.metrics.npu_usage_interval_s if sample else 0).start()
+        # the main rank's node: its NPUs' use beside loss and throughput in metrics.jsonl (never waited for),
+        # whenever the node has NPUs to read (npu-smi and visible devices), whatever device the job trains on
+        self.npu_usage = NpuUsageSampler.for_node(cfg.metrics.npu_usage_interval_s, ctx.is_main).start()
 
     def _setup_loop_state(self) -> None:
         import torch
