@@ -85,6 +85,9 @@ def plan_scale(current, add=(), remove=(), spares=(), swap=False, dead=(), devic
     if new:
         steps.append({"step": "prepare", "nodes": new})
         steps.append({"step": "check_reachability", "from": new, "to": kept})
+        # The new nodes mount the shared file system and are checked as one with the kept ones (they
+        # read the checkpoint the others wrote); nothing to mount without shared storage.
+        steps.append({"step": "check_shared_storage", "nodes": new, "with": kept})
     steps.append({"step": "rank_table", "nodes": order})
     if universal:
         steps.append({"step": "convert_checkpoint", "to": "universal", "from_world_size": world_before,

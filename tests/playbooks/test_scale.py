@@ -82,6 +82,7 @@ def test_add_prints_the_plan_in_check_mode(tmp_path):
     assert "Add a2-node03: job of 3 node(s), world size 16 -> 24" in run.text
     assert "Step 2: prepare (nodes a2-node03)" in run.text
     assert "Step 3: check_reachability (from a2-node03, to a2-node01, a2-node02)" in run.text
+    assert "Step 4: check_shared_storage (nodes a2-node03, with a2-node01, a2-node02)" in run.text
     assert "convert_checkpoint (to universal, from_world_size 16, to_world_size 24)" in run.text
     if UNIVERSAL:
         assert run.rc == 0, run.out

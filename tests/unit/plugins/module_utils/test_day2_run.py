@@ -110,7 +110,8 @@ def test_scale_plan_text_lists_the_change_and_the_steps():
     assert lines[0] == "Remove b: job of 3 node(s), world size 24 -> 24"
     assert "Swapped: b -> spare s (takes its place)" in lines
     assert lines[lines.index("Swapped: b -> spare s (takes its place)") + 1].startswith("Job nodes: a, s, c (8 ranks")
-    assert lines[-1] == "Step 5: start_job (nodes a, s, c, world_size 24, resume checkpoint)"
+    assert "Step 4: check_shared_storage (nodes s, with a, c)" in lines
+    assert lines[-1] == "Step 6: start_job (nodes a, s, c, world_size 24, resume checkpoint)"
     refused = d.scale_plan_text(plan_scale(["a"], remove=["a"]), "Remove a")
     assert refused[1].startswith("REFUSED:") and "no node would be left in the job" in refused[-1]
 

@@ -19,11 +19,12 @@ def test_scale_up_two_to_three_appends_and_needs_the_universal_checkpoint():
     assert p["ranks"] == {"node1": [0, 7], "node2": [8, 15], "node3": [16, 23]}
     assert (p["world_size_before"], p["world_size"]) == (16, 24)
     assert p["universal_checkpoint"] is True
-    assert steps(p) == ["stop_job", "prepare", "check_reachability", "rank_table", "convert_checkpoint",
-                        "start_job"]
+    assert steps(p) == ["stop_job", "prepare", "check_reachability", "check_shared_storage", "rank_table",
+                        "convert_checkpoint", "start_job"]
     assert p["steps"][1]["nodes"] == ["node3"]
     assert p["steps"][2] == {"step": "check_reachability", "from": ["node3"], "to": ["node1", "node2"]}
-    assert p["steps"][4]["from_world_size"] == 16 and p["steps"][4]["to_world_size"] == 24
+    assert p["steps"][3] == {"step": "check_shared_storage", "nodes": ["node3"], "with": ["node1", "node2"]}
+    assert p["steps"][5]["from_world_size"] == 16 and p["steps"][5]["to_world_size"] == 24
     assert p["steps"][-1]["resume"] == "universal" and p["steps"][-1]["world_size"] == 24
 
 
@@ -59,7 +60,8 @@ def test_swap_in_a_spare_keeps_the_slot_and_world_size():
     assert p["nodes"] == ["node1", "spare1", "node3"]
     assert p["ranks"]["node3"] == [16, 23] and p["ranks"]["spare1"] == [8, 15]
     assert p["world_size"] == p["world_size_before"] == 24 and p["universal_checkpoint"] is False
-    assert steps(p) == ["stop_job", "prepare", "check_reachability", "rank_table", "start_job"]
+    assert steps(p) == ["stop_job", "prepare", "check_reachability", "check_shared_storage", "rank_table",
+                        "start_job"]
     assert p["steps"][-1]["resume"] == "checkpoint"
     assert p["steps"][2] == {"step": "check_reachability", "from": ["spare1"], "to": ["node1", "node3"]}
 
