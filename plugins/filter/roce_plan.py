@@ -210,6 +210,23 @@ def roce_problems(info, plan, host, expected_speed_mbps=0):
     return problems
 
 
+def roce_ports(plan):
+    """The ``ports`` of the ``hccn`` module from this node's plan entries: per device its index,
+    address and netmask, TLS switch, and gateway and net-detect address when the plan has them."""
+    ports = []
+    for entry in plan or []:
+        try:
+            port = {"device": int(entry["device_id"]), "address": entry["address"], "netmask": entry["netmask"],
+                    "tls": bool(entry.get("tls"))}
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"roce_ports: plan entry without a device_id, address or netmask: {entry!r}") from None
+        for key in ("gateway", "netdetect"):
+            if entry.get(key):
+                port[key] = entry[key]
+        ports.append(port)
+    return ports
+
+
 def roce_hccn_conf(text, plan, send_arp_status=1):
     """``/etc/hccn.conf`` with this node's planned devices merged in (module_utils
     ``merge_hccn_conf``): per device ``address``, ``netmask``, ``netdetect`` and ``gateway`` (when
@@ -235,4 +252,5 @@ class FilterModule:
     """Device-NIC IP plan."""
 
     def filters(self):
-        return {"roce_plan": roce_plan, "roce_problems": roce_problems, "roce_hccn_conf": roce_hccn_conf}
+        return {"roce_plan": roce_plan, "roce_problems": roce_problems, "roce_hccn_conf": roce_hccn_conf,
+                "roce_ports": roce_ports}

@@ -301,13 +301,19 @@ class HccnTool:
             "mtu": parse_mtu(self.run(device, "-mtu", "-g")),
         }
 
+    def link_state(self, device):
+        """Link, net health and speed of one device."""
+        return {
+            "link": parse_link(self.run(device, "-link", "-g")),
+            "health": parse_net_health(self.run(device, "-net_health", "-g")),
+            "speed_mbps": parse_speed(self.run(device, "-speed", "-g")),
+        }
+
     def status(self, device):
         """Link, net health, speed and addresses of one device."""
         out = {"device_id": str(device)}
         out.update(self.read_config(device))
-        out["link"] = parse_link(self.run(device, "-link", "-g"))
-        out["health"] = parse_net_health(self.run(device, "-net_health", "-g"))
-        out["speed_mbps"] = parse_speed(self.run(device, "-speed", "-g"))
+        out.update(self.link_state(device))
         return out
 
     def ping(self, device, address, count=None):
@@ -398,8 +404,9 @@ class HccnDevice:
             after["mtu"] = qos["mtu"]
         return after
 
-    def apply(self, want, check_mode=False):
-        """-> dict(changed, before, after, commands)."""
+    def prepare(self, want):
+        """Read the port and work out what differs (sets nothing):
+        -> dict(wanted, qos, before, after, commands); ``after`` is the state the commands lead to."""
         wanted = self._normalise(want)
         qos = self._normalise_qos(want)
         before = self.tool.read_config(self.device)
@@ -417,18 +424,30 @@ class HccnDevice:
         if "tls" in wanted and before["tls"] != after["tls"]:
             commands.append(["-tls", "-s", "enable", "1" if after["tls"] else "0"])
         commands += self._qos_commands(qos, before)
-        if commands and not check_mode:
-            expected = dict(after)
-            for args in commands:
-                self.tool.set(self.device, *args)
-            after = self.tool.read_config(self.device)
-            after.update(self._read_qos(qos))
-            check = list(wanted) + [k for k in QOS_STATE if k in expected]
-            wrong = {k: after.get(k) for k in check if after.get(k) != expected[k]}
-            if wrong:
-                raise HccnError(f"device {self.device}: read back {wrong} after setting "
-                                f"{ {k: expected[k] for k in wrong} }")
-        return {"changed": bool(commands), "before": before, "after": after, "commands": commands}
+        return {"wanted": wanted, "qos": qos, "before": before, "after": after, "commands": commands}
+
+    def execute(self, plan):
+        """Run the plan's set commands, read the port back and check it holds what was set: -> after."""
+        expected = plan["after"]
+        for args in plan["commands"]:
+            self.tool.set(self.device, *args)
+        after = self.tool.read_config(self.device)
+        after.update(self._read_qos(plan["qos"]))
+        check = list(plan["wanted"]) + [k for k in QOS_STATE if k in expected]
+        wrong = {k: after.get(k) for k in check if after.get(k) != expected[k]}
+        if wrong:
+            raise HccnError(f"device {self.device}: read back {wrong} after setting "
+                            f"{ {k: expected[k] for k in wrong} }")
+        return after
+
+    def apply(self, want, check_mode=False):
+        """-> dict(changed, before, after, commands)."""
+        plan = self.prepare(want)
+        after = plan["after"]
+        if plan["commands"] and not check_mode:
+            after = self.execute(plan)
+        return {"changed": bool(plan["commands"]), "before": plan["before"], "after": after,
+                "commands": plan["commands"]}
 
 
 QOS_STATE = ("rdma_dscp_tc", "rdma_priority_tc", "pfc", "mtu")
@@ -470,9 +489,76 @@ def _require_tool(module):
         module.fail_json(msg=f"hccn_tool not found at {path}: {DRIVER_HINT}")
 
 
+def _phy_id(phy_ids, device):
+    phy = phy_ids[device] if 0 <= device < len(phy_ids) else None
+    return str(device if phy in (None, "") else phy)
+
+
+def hccn_ports_module(module):
+    """plugins/modules/hccn.py with ``ports``: every device NIC of the node to its wanted settings in
+    one call. Every port is read before any is set (a driver that does not answer changes nothing),
+    only what differs is set, and only a changed port is read back; with ``status`` each port's link,
+    net health and speed are read too (again after a change) and ``devices`` reports the ports the
+    way hccn_info does."""
+    p = module.params
+    _require_tool(module)
+    tool = _tool(module)
+    qos = {key: p.get(key) for key in QOS_FIELDS}
+    phy_ids = p.get("phy_ids") or []
+    plans = []
+    device = None
+    try:
+        for port in p["ports"]:
+            device = port["device"]
+            want = {key: port.get(key) for key in FIELDS}
+            want.update(qos)
+            nic = HccnDevice(tool, device)
+            plan = nic.prepare(want)
+            if p["status"]:
+                plan["link_state"] = tool.link_state(device)
+            plans.append((nic, plan))
+        for nic, plan in plans:
+            device = nic.device
+            if plan["commands"] and not module.check_mode:
+                plan["after"] = nic.execute(plan)
+                if p["status"]:
+                    plan["link_state"] = tool.link_state(device)
+    except HccnError as exc:
+        module.fail_json(msg=f"device {device}: {exc}" + (f"; {DRIVER_HINT}" if "rc=" in str(exc) else ""),
+                         device=device)
+    ports = []
+    devices = []
+    for nic, plan in plans:
+        d = nic.device
+        ports.append({"device": d, "before": plan["before"], "after": plan["after"],
+                      "commands": [" ".join(["-i", str(d)] + c) for c in plan["commands"]]})
+        if p["status"]:
+            # As read from the hardware: after the changes (in check mode, as the port is).
+            state = plan["before"] if module.check_mode else plan["after"]
+            entry = {"device_id": str(d)}
+            entry.update({k: state.get(k) for k in FIELDS})
+            entry.update(plan["link_state"])
+            entry["phy_id"] = _phy_id(phy_ids, d)
+            devices.append(entry)
+    out = dict(changed=any(port["commands"] for port in ports), ports=ports,
+               commands=[c for port in ports for c in port["commands"]])
+    if p["status"]:
+        out["devices"] = devices
+    if module._diff:
+        out["diff"] = [{"before": diff_text(port["device"], port["before"]),
+                        "after": diff_text(port["device"], port["after"]),
+                        "before_header": f"hccn_tool -i {port['device']}",
+                        "after_header": f"hccn_tool -i {port['device']}"}
+                       for port in ports if port["commands"]]
+    module.exit_json(**out)
+
+
 def hccn_module(module):
     """plugins/modules/hccn.py: one device NIC to the wanted settings (check mode, diff)."""
     p = module.params
+    if p.get("ports") is not None:
+        hccn_ports_module(module)
+        return
     _require_tool(module)
     device = p["device"]
     want = {key: p.get(key) for key in FIELDS + QOS_FIELDS}
@@ -501,17 +587,18 @@ def hccn_info_module(module):
     """plugins/modules/hccn_info.py: status of every device NIC, and optional pings."""
     p = module.params
     _require_tool(module)
-    devices = p["devices"] if p["devices"] is not None else discover_devices()
-    if not devices:
-        module.fail_json(msg=f"no /dev/davinciN device on this host: {DRIVER_HINT}")
+    devices = []
+    if p["status"]:
+        devices = p["devices"] if p["devices"] is not None else discover_devices()
+        if not devices:
+            module.fail_json(msg=f"no /dev/davinciN device on this host: {DRIVER_HINT}")
     tool = _tool(module)
     phy_ids = p.get("phy_ids") or []
     status = []
     try:
         for device in devices:
             entry = tool.status(device)
-            phy = phy_ids[device] if device < len(phy_ids) else None
-            entry["phy_id"] = str(device if phy in (None, "") else phy)
+            entry["phy_id"] = _phy_id(phy_ids, device)
             status.append(entry)
         pings = []
         for target in p["ping"]:

@@ -162,3 +162,78 @@ def test_discover_devices(tmp_path):
     for name in ("davinci0", "davinci10", "davinci1", "davinci_manager", "hisi_hdc"):
         (tmp_path / name).write_text("")
     assert discover_devices(str(tmp_path)) == [0, 1, 10]
+
+
+PORTS = [{"device": 0, "address": "192.168.121.101", "netmask": "255.255.255.0", "gateway": "192.168.121.1",
+          "netdetect": "192.168.121.1", "tls": False},
+         {"device": 1, "address": "192.168.121.102", "netmask": "255.255.255.0", "gateway": "192.168.121.1",
+          "netdetect": "192.168.121.1", "tls": False}]
+
+
+def test_hccn_ports_configures_every_port_in_one_call_then_reads_once(run_module, tmp_path):
+    fake = Fake(tmp_path)
+    result = run_module(hccn.main, {"ports": PORTS, "status": True, "phy_ids": ["4", ""], "hccn_tool": fake.path,
+                                    "delay": 0.0}, diff=True)
+    assert result["changed"] and not result.get("failed"), result
+    for port in PORTS:
+        assert fake.state()["devices"][str(port["device"])] == {
+            "address": port["address"], "netmask": "255.255.255.0", "gateway": "192.168.121.1",
+            "netdetect": "192.168.121.1", "tls": 0}
+    assert [d["device_id"] for d in result["devices"]] == ["0", "1"]
+    assert result["devices"][0]["phy_id"] == "4" and result["devices"][1]["phy_id"] == "1"
+    assert result["devices"][1]["address"] == "192.168.121.102" and result["devices"][1]["link"] == "UP"
+    assert len(result["diff"]) == 2 and "address: 192.168.121.102\n" in result["diff"][1]["after"]
+    calls = fake.calls()
+    # every port is read before the first one is set
+    first_set = next(i for i, c in enumerate(calls) if " -s " in c)
+    assert {c.split()[1] for c in calls[:first_set]} == {"0", "1"}
+
+    before = len(fake.calls())
+    again = run_module(hccn.main, {"ports": PORTS, "status": True, "hccn_tool": fake.path, "delay": 0.0}, diff=True)
+    assert not again["changed"] and again["commands"] == [] and again["diff"] == []
+    reads = fake.calls()[before:]
+    # a port that is right is read once: address, gateway, net-detect, TLS, link, health, speed
+    assert len(reads) == 2 * 7 and not [c for c in reads if " -s " in c]
+    assert [d["health"] for d in again["devices"]] == ["Success", "Success"]
+
+
+def test_hccn_ports_check_mode_shows_only_the_drifted_port(run_module, tmp_path):
+    fake = Fake(tmp_path)
+    run_module(hccn.main, {"ports": PORTS, "hccn_tool": fake.path, "delay": 0.0})
+    state = fake.state()
+    state["devices"]["1"]["address"] = "192.168.121.150"
+    fake.save(state)
+    before = len(fake.calls())
+    result = run_module(hccn.main, {"ports": PORTS, "status": True, "hccn_tool": fake.path, "delay": 0.0},
+                        check_mode=True, diff=True)
+    assert result["changed"]
+    assert result["commands"] == ["-i 1 -ip -s address 192.168.121.102 netmask 255.255.255.0"]
+    assert [d["before_header"] for d in result["diff"]] == ["hccn_tool -i 1"]
+    assert "address: 192.168.121.150\n" in result["diff"][0]["before"]
+    assert "address: 192.168.121.102\n" in result["diff"][0]["after"]
+    # devices: the hardware as it is (nothing was set)
+    assert result["devices"][1]["address"] == "192.168.121.150"
+    assert fake.state()["devices"]["1"]["address"] == "192.168.121.150"
+    assert not [c for c in fake.calls()[before:] if " -s " in c]
+
+
+def test_hccn_ports_sets_nothing_when_a_later_port_cannot_be_read(run_module, tmp_path):
+    fake = Fake(tmp_path, devices=1)
+    result = run_module(hccn.main, {"ports": PORTS, "hccn_tool": fake.path, "delay": 0.0})
+    assert result["failed"] and "device 1" in result["msg"] and "invalid device id" in result["msg"]
+    assert fake.state()["devices"]["0"] == {}
+    assert not [c for c in fake.calls() if " -s " in c]
+
+
+def test_hccn_ports_needs_address_with_netmask(run_module, tmp_path):
+    fake = Fake(tmp_path)
+    result = run_module(hccn.main, {"ports": [{"device": 0, "address": "192.168.121.101"}], "hccn_tool": fake.path})
+    assert result["failed"] and "netmask" in result["msg"]
+
+
+def test_hccn_info_without_status_only_pings(run_module, tmp_path):
+    fake = Fake(tmp_path, reachable=["192.168.121.103"])
+    result = run_module(hccn_info.main, {"status": False, "hccn_tool": fake.path,
+                                         "ping": [{"device": 0, "address": "192.168.121.103"}]})
+    assert result["devices"] == [] and result["pings"][0]["ok"]
+    assert fake.calls() == ["-i 0 -ping -g address 192.168.121.103"]
