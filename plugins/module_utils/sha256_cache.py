@@ -87,6 +87,8 @@ class Sha256Cache:
         ignored: the cache only saves time."""
         if not self.cache_file or not self.dirty:
             return
+        # Files gone since (packages of an older release, removed) are forgotten.
+        self.entries = {path: kept for path, kept in self.entries.items() if os.path.exists(path)}
         try:
             directory = os.path.dirname(self.cache_file)
             os.makedirs(directory, mode=0o700, exist_ok=True)

@@ -88,3 +88,21 @@ def test_no_cache_file_keeps_nothing(tmp_path):
 def test_default_cache_file_follows_xdg():
     assert default_cache_file({"XDG_CACHE_HOME": "/x"}) == "/x/ascendops/sha256.json"
     assert default_cache_file({}).endswith("/.cache/ascendops/sha256.json")
+
+
+def test_files_gone_are_forgotten_on_save(tmp_path):
+    a, b = tmp_path / "a.run", tmp_path / "b.run"
+    a.write_bytes(b"a")
+    b.write_bytes(b"b")
+    cache_file = tmp_path / "sha256.json"
+    c1 = Sha256Cache(str(cache_file))
+    c1.digest(str(a))
+    c1.digest(str(b))
+    c1.save()
+    b.unlink()
+    c2 = Sha256Cache(str(cache_file))
+    c2.digest(str(tmp_path / "new.run"))
+    (tmp_path / "c.run").write_bytes(b"c")
+    c2.digest(str(tmp_path / "c.run"))
+    c2.save()
+    assert sorted(json.loads(cache_file.read_text())["files"]) == [str(a), str(tmp_path / "c.run")]
