@@ -43,11 +43,13 @@ def sha256_file(path):
 
 class Sha256Cache:
     """``digest(path)`` -> ``{"path", "exists", "sha256", "cached"}``; ``cache_file`` None or empty
-    keeps nothing across runs."""
+    keeps nothing across runs. ``create_dir`` false: the cache is only written where its directory
+    exists already (on a node: beside the files it describes, never creating that directory)."""
 
-    def __init__(self, cache_file=None, hasher=sha256_file):
+    def __init__(self, cache_file=None, hasher=None, create_dir=True):
         self.cache_file = cache_file or None
-        self.hasher = hasher
+        self.hasher = hasher or sha256_file
+        self.create_dir = create_dir
         self.entries = self._load()
         self.dirty = False
 
@@ -91,6 +93,8 @@ class Sha256Cache:
         self.entries = {path: kept for path, kept in self.entries.items() if os.path.exists(path)}
         try:
             directory = os.path.dirname(self.cache_file)
+            if not self.create_dir and not os.path.isdir(directory):
+                return
             os.makedirs(directory, mode=0o700, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".sha256.", dir=directory)
             with os.fdopen(fd, "w", encoding="utf-8") as f:

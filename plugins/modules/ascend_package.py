@@ -51,7 +51,9 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: The checksum and the archive C(--check) still run when there is something to do (both are read-only); the installer does not.
+    details: >-
+      The checksum and the archive C(--check) still run when there is something to do (both are
+      read-only); the installer does not.
   diff_mode:
     support: full
 options:
