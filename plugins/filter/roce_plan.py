@@ -5,9 +5,8 @@
 from __future__ import annotations
 
 import ipaddress
-from collections import OrderedDict
 
-from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import merge_hccn_conf
+from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import hccn_conf_devices, merge_hccn_conf
 
 SINGLE_SUBNET_MODELS = ("910b",)
 
@@ -232,19 +231,10 @@ def roce_hccn_conf(text, plan, send_arp_status=1):
     ``merge_hccn_conf``): per device ``address``, ``netmask``, ``netdetect`` and ``gateway`` (when
     planned), ``send_arp_status`` and ``tls_enable`` (0/1, as real 8-NPU nodes carry it); every
     other line the site has stays."""
-    devices = OrderedDict()
-    for entry in plan or []:
-        try:
-            idx = int(entry["device_id"])
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(f"roce_hccn_conf: plan entry without a device_id: {entry!r}") from None
-        keys = OrderedDict([("address", entry["address"]), ("netmask", entry["netmask"])])
-        for key in ("netdetect", "gateway"):
-            if entry.get(key):
-                keys[key] = entry[key]
-        keys["send_arp_status"] = int(send_arp_status)
-        keys["tls_enable"] = 1 if entry.get("tls") else 0
-        devices[idx] = keys
+    try:
+        devices = hccn_conf_devices(plan, send_arp_status)
+    except ValueError as exc:
+        raise ValueError(f"roce_hccn_conf: {exc}") from None
     return merge_hccn_conf(text or "", devices)
 
 

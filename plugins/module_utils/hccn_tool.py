@@ -24,6 +24,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import tempfile
 import time
 from collections import OrderedDict
 
@@ -236,6 +237,27 @@ def merge_hccn_conf(text, devices):
             if (key, int(idx)) not in seen:
                 out.append(f"{key}_{int(idx)}={wanted[(key, int(idx))]}")
     return "\n".join(out) + "\n" if out else ""
+
+
+def hccn_conf_devices(ports, send_arp_status=1):
+    """``{index: OrderedDict(key -> value)}`` of ``/etc/hccn.conf`` for ports (dicts with ``device`` or
+    ``device_id``, ``address``, ``netmask`` and optional ``netdetect``, ``gateway``, ``tls``): address,
+    netmask, net-detect and gateway (when given), ``send_arp_status`` and ``tls_enable`` (0/1, as real
+    8-NPU nodes carry it)."""
+    devices = OrderedDict()
+    for entry in ports or []:
+        try:
+            idx = int(entry["device"] if entry.get("device") is not None else entry["device_id"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"port entry without a device index (device or device_id): {entry!r}") from None
+        keys = OrderedDict([("address", entry["address"]), ("netmask", entry["netmask"])])
+        for key in ("netdetect", "gateway"):
+            if entry.get(key):
+                keys[key] = entry[key]
+        keys["send_arp_status"] = int(send_arp_status)
+        keys["tls_enable"] = 1 if entry.get("tls") else 0
+        devices[idx] = keys
+    return devices
 
 
 # --------------------------------------------------------------------------------------------
@@ -544,13 +566,59 @@ def hccn_ports_module(module):
                commands=[c for port in ports for c in port["commands"]])
     if p["status"]:
         out["devices"] = devices
+    diffs = [{"before": diff_text(port["device"], port["before"]),
+              "after": diff_text(port["device"], port["after"]),
+              "before_header": f"hccn_tool -i {port['device']}",
+              "after_header": f"hccn_tool -i {port['device']}"}
+             for port in ports if port["commands"]]
+    if p.get("conf_file"):
+        conf = hccn_conf_file(module, p["conf_file"], p["ports"], p["send_arp_status"])
+        out["conf_changed"] = conf["changed"]
+        out["changed"] = out["changed"] or conf["changed"]
+        if conf["changed"]:
+            diffs.append({"before": conf["before"], "after": conf["after"],
+                          "before_header": p["conf_file"], "after_header": p["conf_file"]})
     if module._diff:
-        out["diff"] = [{"before": diff_text(port["device"], port["before"]),
-                        "after": diff_text(port["device"], port["after"]),
-                        "before_header": f"hccn_tool -i {port['device']}",
-                        "after_header": f"hccn_tool -i {port['device']}"}
-                       for port in ports if port["commands"]]
+        out["diff"] = diffs
     module.exit_json(**out)
+
+
+def hccn_conf_file(module, path, ports, send_arp_status):
+    """Merge the ports' keys into ``path`` (every other line the site has stays; the boot and the
+    vendor's recovery, ``hccn_tool -a -cfg recovery``, restore the ports from it), root-owned 0644;
+    written only when its content, owner or mode differ, never in check mode."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            before = f.read()
+        exists = True
+    except FileNotFoundError:
+        before, exists = "", False
+    except OSError as exc:
+        module.fail_json(msg=f"cannot read {path}: {exc}")
+    try:
+        after = merge_hccn_conf(before, hccn_conf_devices(ports, send_arp_status))
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    changed = after != before or not exists
+    if not module.check_mode:
+        if changed:
+            directory = os.path.dirname(path) or "."
+            fd, tmp = tempfile.mkstemp(prefix=".hccn.conf.", dir=directory)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(after)
+                os.chmod(tmp, 0o644)
+                module.atomic_move(tmp, path)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        file_args = module.load_file_common_arguments({"path": path, "owner": "root", "group": "root",
+                                                       "mode": "0644"})
+        changed = module.set_fs_attributes_if_different(file_args, changed)
+    elif exists:
+        st = os.stat(path)
+        changed = changed or st.st_uid != 0 or st.st_gid != 0 or (st.st_mode & 0o7777) != 0o644
+    return {"changed": changed, "before": before, "after": after}
 
 
 def hccn_module(module):

@@ -81,6 +81,19 @@ options:
       - With O(ports), also read each port's link, net health and speed and return RV(devices).
     type: bool
     default: false
+  conf_file:
+    description:
+      - With O(ports), also merge every port's settings into this file (C(/etc/hccn.conf), from which
+        the boot and the vendor's recovery C(hccn_tool -a -cfg recovery) restore the ports) - per
+        device C(address_N), C(netmask_N), C(netdetect_N) and C(gateway_N) when given,
+        C(send_arp_status_N) and C(tls_enable_N). Every other line the site has stays; a managed key's
+        value is replaced in place. The file is root's, mode C(0644), written only when it differs
+        (its diff is one more entry of the task's diff). Unset - the file is not managed.
+    type: path
+  send_arp_status:
+    description: The C(send_arp_status_N) value written to O(conf_file) for each port.
+    type: int
+    default: 1
   phy_ids:
     description:
       - With O(status), the physical chip id of each device index (as for M(ascendops.cluster.hccn_info));
@@ -155,6 +168,10 @@ device:
   returned: with O(device)
   type: int
   sample: 0
+conf_changed:
+  description: With O(conf_file), whether the file was (or, in check mode, would be) written or its owner or mode set.
+  returned: with O(conf_file)
+  type: bool
 ports:
   description: With O(ports), per port C(device), C(before), C(after) and C(commands) (as below).
   returned: with O(ports)
@@ -212,6 +229,8 @@ def main():
                 tls=dict(type="bool"),
             ), required_together=[["address", "netmask"]]),
             status=dict(type="bool", default=False),
+            conf_file=dict(type="path"),
+            send_arp_status=dict(type="int", default=1),
             phy_ids=dict(type="list", elements="str", default=[]),
             address=dict(type="str"),
             netmask=dict(type="str"),
@@ -227,6 +246,7 @@ def main():
         ),
         required_together=[["address", "netmask"], ["rdma_dscp", "rdma_priority"]],
         required_one_of=[["device", "ports"]],
+        required_by={"conf_file": "ports"},
         mutually_exclusive=[["device", "ports"], ["ports", "address"], ["ports", "gateway"], ["ports", "netdetect"],
                             ["ports", "tls"]],
         supports_check_mode=True,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from ansible_collections.ascendops.cluster.plugins.modules import hccn, hccn_info
@@ -237,3 +238,48 @@ def test_hccn_info_without_status_only_pings(run_module, tmp_path):
                                          "ping": [{"device": 0, "address": "192.168.121.103"}]})
     assert result["devices"] == [] and result["pings"][0]["ok"]
     assert fake.calls() == ["-i 0 -ping -g address 192.168.121.103"]
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the file is made root's (chown)")
+
+
+@needs_root
+def test_hccn_ports_merges_hccn_conf_keeping_the_site_keys(run_module, tmp_path):
+    fake = Fake(tmp_path)
+    conf = tmp_path / "hccn.conf"
+    conf.write_text("# site\nbitmap_0=0,0,0,0,0,0,0,1\naddress_1=10.0.0.9\n")
+    os.chmod(conf, 0o600)
+    args = {"ports": PORTS, "conf_file": str(conf), "send_arp_status": 1, "hccn_tool": fake.path, "delay": 0.0}
+    checked = run_module(hccn.main, dict(args), check_mode=True, diff=True)
+    assert checked["changed"] and checked["conf_changed"]
+    assert conf.read_text() == "# site\nbitmap_0=0,0,0,0,0,0,0,1\naddress_1=10.0.0.9\n"  # check mode writes nothing
+    assert checked["diff"][-1]["before_header"] == str(conf)
+    assert "address_1=192.168.121.102" in checked["diff"][-1]["after"]
+    result = run_module(hccn.main, dict(args))
+    assert result["changed"] and result["conf_changed"]
+    text = conf.read_text()
+    assert text.startswith("# site\nbitmap_0=0,0,0,0,0,0,0,1\naddress_1=192.168.121.102\n")
+    for line in ("address_0=192.168.121.101", "netmask_0=255.255.255.0", "netdetect_0=192.168.121.1",
+                 "gateway_0=192.168.121.1", "send_arp_status_0=1", "tls_enable_0=0", "tls_enable_1=0"):
+        assert line in text.splitlines()
+    assert oct(os.stat(conf).st_mode & 0o777) == "0o644"
+    again = run_module(hccn.main, dict(args), diff=True)
+    assert not again["changed"] and not again["conf_changed"] and again["diff"] == []
+    os.chmod(conf, 0o666)  # a mode drift alone is a change too
+    drift = run_module(hccn.main, dict(args), check_mode=True)
+    assert drift["changed"] and drift["conf_changed"]
+
+
+@needs_root
+def test_hccn_ports_writes_a_missing_hccn_conf(run_module, tmp_path):
+    fake = Fake(tmp_path)
+    conf = tmp_path / "hccn.conf"
+    result = run_module(hccn.main, {"ports": PORTS[:1], "conf_file": str(conf), "hccn_tool": fake.path,
+                                    "delay": 0.0})
+    assert result["conf_changed"] and conf.read_text().splitlines()[0] == "address_0=192.168.121.101"
+
+
+def test_hccn_conf_file_needs_ports(run_module, tmp_path):
+    fake = Fake(tmp_path)
+    result = run_module(hccn.main, dict(ARGS, hccn_tool=fake.path, conf_file=str(tmp_path / "c")))
+    assert result["failed"] and "ports" in result["msg"]
