@@ -2,21 +2,23 @@
 # Benchmark of the product's daily use (SIMULATION): the no-op re-run of site.yml on a converged,
 # training cluster, and site.yml --check --diff, each timed ROUNDS times; prints the median per stage
 # and in total, and each run's changed count (a no-op re-run must report changed=0).
-#   scripts/bench-rerun.sh [--nodes 4] [--npus 2] [--rounds 3] [--keep]
+#   scripts/bench-rerun.sh [--nodes 4] [--npus 2] [--rounds 3] [--keep] [--profile]
 # Brings up the simulated cluster (make sim-up), converges it with site.yml (the debug job trains on
 # every node), puts the simulated trainer (a CPU stand-in for NPU work) at the lowest CPU priority so
 # the controller is not starved, then times. --keep leaves the cluster up. Results also in
-# .cache/bench/rerun-<N>nodes.json and rerun-check-<N>nodes.json.
+# .cache/bench/rerun-<N>nodes.json and rerun-check-<N>nodes.json. --profile adds one no-op run
+# with ansible.posix.profile_tasks (per-task seconds) logged to .cache/bench/profile-<N>nodes.log.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
-nodes=4; npus=2; rounds=3; keep=0
+nodes=4; npus=2; rounds=3; keep=0; profile=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes=$2; shift 2 ;;
     --npus) npus=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --keep) keep=1; shift ;;
+    --profile) profile=1; shift ;;
     *) echo "bench-rerun.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -37,4 +39,10 @@ ansible npu_nodes -i inventories/sim -o -m ansible.builtin.shell \
 python -m ascendops_cli.timing -i inventories/sim --rounds "$rounds" --json "$out/rerun-${nodes}nodes.json"
 python -m ascendops_cli.timing -i inventories/sim --rounds "$rounds" --check \
   --json "$out/rerun-check-${nodes}nodes.json"
+if [ "$profile" = 1 ]; then
+  # One more no-op run with the task profiler: the slowest tasks, for the next tuning step.
+  ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks PROFILE_TASKS_TASK_OUTPUT_LIMIT=60 \
+    ansible-playbook site.yml -i inventories/sim >"$out/profile-${nodes}nodes.log" 2>&1 || true
+  echo "bench-rerun: task profile of a no-op run in $out/profile-${nodes}nodes.log"
+fi
 [ "$keep" = 1 ] || sim/cluster.sh down

@@ -5,9 +5,8 @@
 from __future__ import annotations
 
 import ipaddress
-from collections import OrderedDict
 
-from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import merge_hccn_conf
+from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import hccn_conf_devices, merge_hccn_conf
 
 SINGLE_SUBNET_MODELS = ("910b",)
 
@@ -210,24 +209,32 @@ def roce_problems(info, plan, host, expected_speed_mbps=0):
     return problems
 
 
+def roce_ports(plan):
+    """The ``ports`` of the ``hccn`` module from this node's plan entries: per device its index,
+    address and netmask, TLS switch, and gateway and net-detect address when the plan has them."""
+    ports = []
+    for entry in plan or []:
+        try:
+            port = {"device": int(entry["device_id"]), "address": entry["address"], "netmask": entry["netmask"],
+                    "tls": bool(entry.get("tls"))}
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"roce_ports: plan entry without a device_id, address or netmask: {entry!r}") from None
+        for key in ("gateway", "netdetect"):
+            if entry.get(key):
+                port[key] = entry[key]
+        ports.append(port)
+    return ports
+
+
 def roce_hccn_conf(text, plan, send_arp_status=1):
     """``/etc/hccn.conf`` with this node's planned devices merged in (module_utils
     ``merge_hccn_conf``): per device ``address``, ``netmask``, ``netdetect`` and ``gateway`` (when
     planned), ``send_arp_status`` and ``tls_enable`` (0/1, as real 8-NPU nodes carry it); every
     other line the site has stays."""
-    devices = OrderedDict()
-    for entry in plan or []:
-        try:
-            idx = int(entry["device_id"])
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(f"roce_hccn_conf: plan entry without a device_id: {entry!r}") from None
-        keys = OrderedDict([("address", entry["address"]), ("netmask", entry["netmask"])])
-        for key in ("netdetect", "gateway"):
-            if entry.get(key):
-                keys[key] = entry[key]
-        keys["send_arp_status"] = int(send_arp_status)
-        keys["tls_enable"] = 1 if entry.get("tls") else 0
-        devices[idx] = keys
+    try:
+        devices = hccn_conf_devices(plan, send_arp_status)
+    except ValueError as exc:
+        raise ValueError(f"roce_hccn_conf: {exc}") from None
     return merge_hccn_conf(text or "", devices)
 
 
@@ -235,4 +242,5 @@ class FilterModule:
     """Device-NIC IP plan."""
 
     def filters(self):
-        return {"roce_plan": roce_plan, "roce_problems": roce_problems, "roce_hccn_conf": roce_hccn_conf}
+        return {"roce_plan": roce_plan, "roce_problems": roce_problems, "roce_hccn_conf": roce_hccn_conf,
+                "roce_ports": roce_ports}

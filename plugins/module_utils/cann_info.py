@@ -324,6 +324,13 @@ class CannQuery:
         required = dict(toolkit["required"])
         required.update(kernels["required"])
         result["packages"] = {"toolkit": toolkit, "kernels": kernels}
+        if toolkit_version:
+            # What ascend_package decides from (package_state): a version present is not installed again.
+            result["present"] = {
+                "toolkit": package_state("toolkit", self.install_path, toolkit_version, self.arch)[1],
+                "kernels": package_state("kernels", self.install_path, kernels_version or toolkit_version,
+                                         self.arch)[1],
+            }
         result["compatibility"] = compatibility(toolkit["version"] or toolkit_version,
                                                 kernels["version"] if (kernels_package or kernels_version) else None,
                                                 self.driver_version, required)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import tempfile
 import time
 from collections import OrderedDict
 
@@ -238,6 +239,27 @@ def merge_hccn_conf(text, devices):
     return "\n".join(out) + "\n" if out else ""
 
 
+def hccn_conf_devices(ports, send_arp_status=1):
+    """``{index: OrderedDict(key -> value)}`` of ``/etc/hccn.conf`` for ports (dicts with ``device`` or
+    ``device_id``, ``address``, ``netmask`` and optional ``netdetect``, ``gateway``, ``tls``): address,
+    netmask, net-detect and gateway (when given), ``send_arp_status`` and ``tls_enable`` (0/1, as real
+    8-NPU nodes carry it)."""
+    devices = OrderedDict()
+    for entry in ports or []:
+        try:
+            idx = int(entry["device"] if entry.get("device") is not None else entry["device_id"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"port entry without a device index (device or device_id): {entry!r}") from None
+        keys = OrderedDict([("address", entry["address"]), ("netmask", entry["netmask"])])
+        for key in ("netdetect", "gateway"):
+            if entry.get(key):
+                keys[key] = entry[key]
+        keys["send_arp_status"] = int(send_arp_status)
+        keys["tls_enable"] = 1 if entry.get("tls") else 0
+        devices[idx] = keys
+    return devices
+
+
 # --------------------------------------------------------------------------------------------
 # The tool
 # --------------------------------------------------------------------------------------------
@@ -301,13 +323,19 @@ class HccnTool:
             "mtu": parse_mtu(self.run(device, "-mtu", "-g")),
         }
 
+    def link_state(self, device):
+        """Link, net health and speed of one device."""
+        return {
+            "link": parse_link(self.run(device, "-link", "-g")),
+            "health": parse_net_health(self.run(device, "-net_health", "-g")),
+            "speed_mbps": parse_speed(self.run(device, "-speed", "-g")),
+        }
+
     def status(self, device):
         """Link, net health, speed and addresses of one device."""
         out = {"device_id": str(device)}
         out.update(self.read_config(device))
-        out["link"] = parse_link(self.run(device, "-link", "-g"))
-        out["health"] = parse_net_health(self.run(device, "-net_health", "-g"))
-        out["speed_mbps"] = parse_speed(self.run(device, "-speed", "-g"))
+        out.update(self.link_state(device))
         return out
 
     def ping(self, device, address, count=None):
@@ -398,8 +426,9 @@ class HccnDevice:
             after["mtu"] = qos["mtu"]
         return after
 
-    def apply(self, want, check_mode=False):
-        """-> dict(changed, before, after, commands)."""
+    def prepare(self, want):
+        """Read the port and work out what differs (sets nothing):
+        -> dict(wanted, qos, before, after, commands); ``after`` is the state the commands lead to."""
         wanted = self._normalise(want)
         qos = self._normalise_qos(want)
         before = self.tool.read_config(self.device)
@@ -417,18 +446,30 @@ class HccnDevice:
         if "tls" in wanted and before["tls"] != after["tls"]:
             commands.append(["-tls", "-s", "enable", "1" if after["tls"] else "0"])
         commands += self._qos_commands(qos, before)
-        if commands and not check_mode:
-            expected = dict(after)
-            for args in commands:
-                self.tool.set(self.device, *args)
-            after = self.tool.read_config(self.device)
-            after.update(self._read_qos(qos))
-            check = list(wanted) + [k for k in QOS_STATE if k in expected]
-            wrong = {k: after.get(k) for k in check if after.get(k) != expected[k]}
-            if wrong:
-                raise HccnError(f"device {self.device}: read back {wrong} after setting "
-                                f"{ {k: expected[k] for k in wrong} }")
-        return {"changed": bool(commands), "before": before, "after": after, "commands": commands}
+        return {"wanted": wanted, "qos": qos, "before": before, "after": after, "commands": commands}
+
+    def execute(self, plan):
+        """Run the plan's set commands, read the port back and check it holds what was set: -> after."""
+        expected = plan["after"]
+        for args in plan["commands"]:
+            self.tool.set(self.device, *args)
+        after = self.tool.read_config(self.device)
+        after.update(self._read_qos(plan["qos"]))
+        check = list(plan["wanted"]) + [k for k in QOS_STATE if k in expected]
+        wrong = {k: after.get(k) for k in check if after.get(k) != expected[k]}
+        if wrong:
+            raise HccnError(f"device {self.device}: read back {wrong} after setting "
+                            f"{ {k: expected[k] for k in wrong} }")
+        return after
+
+    def apply(self, want, check_mode=False):
+        """-> dict(changed, before, after, commands)."""
+        plan = self.prepare(want)
+        after = plan["after"]
+        if plan["commands"] and not check_mode:
+            after = self.execute(plan)
+        return {"changed": bool(plan["commands"]), "before": plan["before"], "after": after,
+                "commands": plan["commands"]}
 
 
 QOS_STATE = ("rdma_dscp_tc", "rdma_priority_tc", "pfc", "mtu")
@@ -470,9 +511,122 @@ def _require_tool(module):
         module.fail_json(msg=f"hccn_tool not found at {path}: {DRIVER_HINT}")
 
 
+def _phy_id(phy_ids, device):
+    phy = phy_ids[device] if 0 <= device < len(phy_ids) else None
+    return str(device if phy in (None, "") else phy)
+
+
+def hccn_ports_module(module):
+    """plugins/modules/hccn.py with ``ports``: every device NIC of the node to its wanted settings in
+    one call. Every port is read before any is set (a driver that does not answer changes nothing),
+    only what differs is set, and only a changed port is read back; with ``status`` each port's link,
+    net health and speed are read too (again after a change) and ``devices`` reports the ports the
+    way hccn_info does."""
+    p = module.params
+    _require_tool(module)
+    tool = _tool(module)
+    qos = {key: p.get(key) for key in QOS_FIELDS}
+    phy_ids = p.get("phy_ids") or []
+    plans = []
+    device = None
+    try:
+        for port in p["ports"]:
+            device = port["device"]
+            want = {key: port.get(key) for key in FIELDS}
+            want.update(qos)
+            nic = HccnDevice(tool, device)
+            plan = nic.prepare(want)
+            if p["status"]:
+                plan["link_state"] = tool.link_state(device)
+            plans.append((nic, plan))
+        for nic, plan in plans:
+            device = nic.device
+            if plan["commands"] and not module.check_mode:
+                plan["after"] = nic.execute(plan)
+                if p["status"]:
+                    plan["link_state"] = tool.link_state(device)
+    except HccnError as exc:
+        module.fail_json(msg=f"device {device}: {exc}" + (f"; {DRIVER_HINT}" if "rc=" in str(exc) else ""),
+                         device=device)
+    ports = []
+    devices = []
+    for nic, plan in plans:
+        d = nic.device
+        ports.append({"device": d, "before": plan["before"], "after": plan["after"],
+                      "commands": [" ".join(["-i", str(d)] + c) for c in plan["commands"]]})
+        if p["status"]:
+            # As read from the hardware: after the changes (in check mode, as the port is).
+            state = plan["before"] if module.check_mode else plan["after"]
+            entry = {"device_id": str(d)}
+            entry.update({k: state.get(k) for k in FIELDS})
+            entry.update(plan["link_state"])
+            entry["phy_id"] = _phy_id(phy_ids, d)
+            devices.append(entry)
+    out = dict(changed=any(port["commands"] for port in ports), ports=ports,
+               commands=[c for port in ports for c in port["commands"]])
+    if p["status"]:
+        out["devices"] = devices
+    diffs = [{"before": diff_text(port["device"], port["before"]),
+              "after": diff_text(port["device"], port["after"]),
+              "before_header": f"hccn_tool -i {port['device']}",
+              "after_header": f"hccn_tool -i {port['device']}"}
+             for port in ports if port["commands"]]
+    if p.get("conf_file"):
+        conf = hccn_conf_file(module, p["conf_file"], p["ports"], p["send_arp_status"])
+        out["conf_changed"] = conf["changed"]
+        out["changed"] = out["changed"] or conf["changed"]
+        if conf["changed"]:
+            diffs.append({"before": conf["before"], "after": conf["after"],
+                          "before_header": p["conf_file"], "after_header": p["conf_file"]})
+    if module._diff:
+        out["diff"] = diffs
+    module.exit_json(**out)
+
+
+def hccn_conf_file(module, path, ports, send_arp_status):
+    """Merge the ports' keys into ``path`` (every other line the site has stays; the boot and the
+    vendor's recovery, ``hccn_tool -a -cfg recovery``, restore the ports from it), root-owned 0644;
+    written only when its content, owner or mode differ, never in check mode."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            before = f.read()
+        exists = True
+    except FileNotFoundError:
+        before, exists = "", False
+    except OSError as exc:
+        module.fail_json(msg=f"cannot read {path}: {exc}")
+    try:
+        after = merge_hccn_conf(before, hccn_conf_devices(ports, send_arp_status))
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    changed = after != before or not exists
+    if not module.check_mode:
+        if changed:
+            directory = os.path.dirname(path) or "."
+            fd, tmp = tempfile.mkstemp(prefix=".hccn.conf.", dir=directory)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(after)
+                os.chmod(tmp, 0o644)
+                module.atomic_move(tmp, path)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        file_args = module.load_file_common_arguments({"path": path, "owner": "root", "group": "root",
+                                                       "mode": "0644"})
+        changed = module.set_fs_attributes_if_different(file_args, changed)
+    elif exists:
+        st = os.stat(path)
+        changed = changed or st.st_uid != 0 or st.st_gid != 0 or (st.st_mode & 0o7777) != 0o644
+    return {"changed": changed, "before": before, "after": after}
+
+
 def hccn_module(module):
     """plugins/modules/hccn.py: one device NIC to the wanted settings (check mode, diff)."""
     p = module.params
+    if p.get("ports") is not None:
+        hccn_ports_module(module)
+        return
     _require_tool(module)
     device = p["device"]
     want = {key: p.get(key) for key in FIELDS + QOS_FIELDS}
@@ -501,17 +655,18 @@ def hccn_info_module(module):
     """plugins/modules/hccn_info.py: status of every device NIC, and optional pings."""
     p = module.params
     _require_tool(module)
-    devices = p["devices"] if p["devices"] is not None else discover_devices()
-    if not devices:
-        module.fail_json(msg=f"no /dev/davinciN device on this host: {DRIVER_HINT}")
+    devices = []
+    if p["status"]:
+        devices = p["devices"] if p["devices"] is not None else discover_devices()
+        if not devices:
+            module.fail_json(msg=f"no /dev/davinciN device on this host: {DRIVER_HINT}")
     tool = _tool(module)
     phy_ids = p.get("phy_ids") or []
     status = []
     try:
         for device in devices:
             entry = tool.status(device)
-            phy = phy_ids[device] if device < len(phy_ids) else None
-            entry["phy_id"] = str(device if phy in (None, "") else phy)
+            entry["phy_id"] = _phy_id(phy_ids, device)
             status.append(entry)
         pings = []
         for target in p["ping"]:

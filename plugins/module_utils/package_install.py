@@ -110,10 +110,12 @@ class AscendPackageInstall:
         self.find_file()
         self.identify()
         self.check_options()
-        self.verify_file()
         self.plan()
         if self.action == "none":
+            # Nothing runs: the package is not read (a vendor package is gigabytes; its checksum
+            # and archive check guard the installer, which a no-op re-run never starts).
             self.done()
+        self.verify_file()
         self.build_command()
         if self.module.check_mode:
             self.report_check_mode()
@@ -173,7 +175,7 @@ class AscendPackageInstall:
                 self.fail(f"checksum must be a SHA-256 hex digest (64 hex digits), got {p['checksum']!r}.")
         self.expected = expected
 
-    # 4. integrity, before anything runs
+    # 4. integrity, before the installer runs (only when it will: see run())
     def verify_file(self):
         if not self.staged:
             return

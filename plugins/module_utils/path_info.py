@@ -13,6 +13,8 @@ import hashlib
 import os
 import stat as st
 
+from ansible_collections.ascendops.cluster.plugins.module_utils.sha256_cache import Sha256Cache
+
 
 def file_digest(path, algorithm):
     """The hex digest of a file's content (read in 1 MiB blocks)."""
@@ -23,10 +25,11 @@ def file_digest(path, algorithm):
     return h.hexdigest()
 
 
-def path_stat(path, follow=True, checksum=None):
+def path_stat(path, follow=True, checksum=None, cache=None):
     """{path, exists, isdir, isreg, ischr, islnk, uid, gid, mode[, checksum]} of one path (mode as an
     octal string, as Ansible's stat gives it). ``follow``: a symbolic link is described by its target
-    (a dangling link does not exist). ``checksum``: a hashlib algorithm, for regular files."""
+    (a dangling link does not exist). ``checksum``: a hashlib algorithm, for regular files; ``cache``: a
+    Sha256Cache that answers sha256 for a file unchanged since it was hashed."""
     try:
         info = os.stat(path) if follow else os.lstat(path)
     except OSError:
@@ -36,7 +39,10 @@ def path_stat(path, follow=True, checksum=None):
            "gid": info.st_gid, "mode": f"{st.S_IMODE(info.st_mode):04o}", "size": info.st_size}
     if checksum and out["isreg"]:
         try:
-            out["checksum"] = file_digest(path, checksum)
+            if cache is not None and checksum == "sha256":
+                out["checksum"] = cache.digest(path)["sha256"]
+            else:
+                out["checksum"] = file_digest(path, checksum)
         except OSError:
             out["checksum"] = None
     return out
@@ -50,5 +56,12 @@ class PathInfo:
 
     def run(self):
         p = self.module.params
-        stats = [path_stat(path, p["follow"], p["checksum"]) for path in p["paths"]]
+        cache = None
+        if p.get("checksum_cache"):
+            if p["checksum"] != "sha256":
+                self.module.fail_json(msg="checksum_cache keeps sha256 checksums: set checksum: sha256")
+            cache = Sha256Cache(p["checksum_cache"], create_dir=False)
+        stats = [path_stat(path, p["follow"], p["checksum"], cache) for path in p["paths"]]
+        if cache is not None and not self.module.check_mode:
+            cache.save()
         self.module.exit_json(changed=False, stats=stats)

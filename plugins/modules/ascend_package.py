@@ -12,10 +12,11 @@ version_added: "0.1.0"
 description:
   - Installs or upgrades one vendor C(.run) package already present on the target (the NPU
     driver, the NPU firmware, the CANN toolkit, the CANN kernels or the Ascend Docker Runtime).
-  - "Steps: verify the file's SHA-256 against O(checksum) (before anything else), run the
-    archive's own C(--check), read the installed version of that kind, decide the action
-    (V(none), V(install), V(upgrade), V(downgrade) or V(reinstall)), run the installer
-    non-interactively and read the installed version back."
+  - "Steps: read the installed version of that kind, decide the action (V(none), V(install),
+    V(upgrade), V(downgrade) or V(reinstall)); when there is something to do, verify the file's
+    SHA-256 against O(checksum) and run the archive's own C(--check) (both before the installer),
+    run the installer non-interactively and read the installed version back. With nothing to do the
+    package file is not read at all (a re-run does not hash gigabytes of vendor packages)."
   - "Installer flags: driver and firmware C(--full) on a fresh install, C(--upgrade) otherwise;
     docker runtime C(--install) on a fresh install, C(--upgrade) otherwise. CANN toolkit and kernels
     versions live side by side: C(--install) when that version is not installed yet (beside the
@@ -50,7 +51,9 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: The checksum and the archive C(--check) still run (both are read-only); the installer does not.
+    details: >-
+      The checksum and the archive C(--check) still run when there is something to do (both are
+      read-only); the installer does not.
   diff_mode:
     support: full
 options:
@@ -189,7 +192,7 @@ reboot_reasons:
   type: list
   elements: str
 checksum:
-  description: SHA-256 of the package file (computed when O(checksum) is given, else null).
+  description: SHA-256 of the package file (computed when O(checksum) is given and there is something to do, else null).
   returned: always
   type: str
 cmd:

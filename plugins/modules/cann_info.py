@@ -97,6 +97,15 @@ packages:
   description: Version data of O(toolkit_package) and O(kernels_package) (C(version), C(build), C(required), C(data)).
   returned: when a package or O(toolkit_version) is given
   type: dict
+present:
+  description:
+    - With O(toolkit_version), whether that toolkit version is installed (active or not) and whether its
+      toolkit directory holds kernels of that version (O(kernels_version) when given) - the rule
+      M(ascendops.cluster.ascend_package) decides by, so a role can leave out a package run that would
+      do nothing.
+  returned: with O(toolkit_version)
+  type: dict
+  sample: {toolkit: true, kernels: true}
 compatibility:
   description: C(ok), C(problems) (sentences naming both versions) and C(warnings).
   returned: when a package or O(toolkit_version) is given

@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: hccn
-short_description: Configure the device NIC (RoCE port) of one Ascend NPU with hccn_tool
+short_description: Configure the device NICs (RoCE ports) of Ascend NPUs with hccn_tool
 version_added: "0.1.0"
 description:
   - Sets the address and netmask, default gateway, net-detect address and TLS switch of one
@@ -25,6 +25,11 @@ description:
     C(-mtu -g)), set only when it differs and read back."
   - "A device without preset TLS certificates answers C(-tls -g) with C(No certificate found, please
     set certs firstly!); its TLS is off there (not an error)."
+  - "With O(ports), every port of the node in one call (one task instead of one per NPU): every port
+    is read before any is set, so a driver that does not answer changes nothing; only a port that
+    differs is set and read back. O(status) also reads each port's link, net health and speed
+    (C(-link -g), C(-net_health -g), C(-speed -g); again after a change) and returns RV(devices) in
+    the shape of M(ascendops.cluster.hccn_info), so a caller needs no second read."
   - Options left unset are not managed. The settings live in the device; keeping them across
     reboots is the job of C(/etc/hccn.conf) (the C(ascendops.cluster.roce) role writes it).
 author:
@@ -39,9 +44,63 @@ attributes:
     support: full
 options:
   device:
-    description: The device index passed to C(hccn_tool -i) (logical NPU chip id, 0-7 on a 910B server).
+    description:
+      - The device index passed to C(hccn_tool -i) (logical NPU chip id, 0-7 on a 910B server).
+      - One of O(device) and O(ports) is required.
     type: int
-    required: true
+  ports:
+    description:
+      - Every port to manage, each with its own O(device), O(address), O(netmask), O(gateway),
+        O(netdetect) and O(tls) (same meaning as the top-level options); O(rdma_dscp),
+        O(rdma_priority) and O(mtu) apply to every port.
+      - Results per port in RV(ports), the diff one entry per changed port.
+    type: list
+    elements: dict
+    suboptions:
+      device:
+        description: The device index (C(hccn_tool -i)).
+        type: int
+        required: true
+      address:
+        description: IPv4 address of the device NIC. Needs O(ports[].netmask).
+        type: str
+      netmask:
+        description: Dotted netmask of the device NIC. Needs O(ports[].address).
+        type: str
+      gateway:
+        description: Default gateway of the device NIC.
+        type: str
+      netdetect:
+        description: Net-detect address.
+        type: str
+      tls:
+        description: TLS switch of the device NIC.
+        type: bool
+  status:
+    description:
+      - With O(ports), also read each port's link, net health and speed and return RV(devices).
+    type: bool
+    default: false
+  conf_file:
+    description:
+      - With O(ports), also merge every port's settings into this file (C(/etc/hccn.conf), from which
+        the boot and the vendor's recovery C(hccn_tool -a -cfg recovery) restore the ports) - per
+        device C(address_N), C(netmask_N), C(netdetect_N) and C(gateway_N) when given,
+        C(send_arp_status_N) and C(tls_enable_N). Every other line the site has stays; a managed key's
+        value is replaced in place. The file is root's, mode C(0644), written only when it differs
+        (its diff is one more entry of the task's diff). Unset - the file is not managed.
+    type: path
+  send_arp_status:
+    description: The C(send_arp_status_N) value written to O(conf_file) for each port.
+    type: int
+    default: 1
+  phy_ids:
+    description:
+      - With O(status), the physical chip id of each device index (as for M(ascendops.cluster.hccn_info));
+        a missing or empty entry means the device index.
+    type: list
+    elements: str
+    default: []
   address:
     description: IPv4 address of the device NIC. Needs O(netmask).
     type: str
@@ -75,6 +134,17 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: Every port of the node in one task, with RDMA QoS, reporting link and health too
+  ascendops.cluster.hccn:
+    ports:
+      - {device: 0, address: 29.1.137.205, netmask: 255.255.0.0, gateway: 29.1.0.1, netdetect: 29.1.0.1, tls: false}
+      - {device: 1, address: 29.1.137.206, netmask: 255.255.0.0, gateway: 29.1.0.1, netdetect: 29.1.0.1, tls: false}
+    rdma_dscp: 26
+    rdma_priority: 3
+    mtu: 9000
+    status: true
+  register: nics
+
 - name: Address NPU 0's device NIC, TLS off
   ascendops.cluster.hccn:
     device: 0
@@ -95,20 +165,40 @@ EXAMPLES = r"""
 RETURN = r"""
 device:
   description: The device index.
-  returned: always
+  returned: with O(device)
   type: int
   sample: 0
+conf_changed:
+  description: With O(conf_file), whether the file was (or, in check mode, would be) written or its owner or mode set.
+  returned: with O(conf_file)
+  type: bool
+ports:
+  description: With O(ports), per port C(device), C(before), C(after) and C(commands) (as below).
+  returned: with O(ports)
+  type: list
+  elements: dict
+  sample: [{device: 0, before: {}, after: {}, commands: []}]
+devices:
+  description:
+    - With O(ports) and O(status), each port as read from the hardware (after the changes; in check
+      mode, as it is) in the shape of M(ascendops.cluster.hccn_info)'s C(devices).
+  returned: with O(ports) and O(status)
+  type: list
+  elements: dict
+  sample:
+    - {device_id: "0", phy_id: "0", address: 29.1.137.205, netmask: 255.255.0.0, gateway: 29.1.0.1,
+       netdetect: 29.1.0.1, tls: false, link: UP, health: Success, speed_mbps: 100000}
 before:
   description:
     - Settings read before any change (C(tls) as a bool; unset values null).
     - With the QoS options also C(rdma_dscp_tc) (the class O(rdma_dscp) maps to), C(rdma_priority_tc)
       (the class of O(rdma_priority)), C(pfc) (eight 0/1 values) and C(mtu).
-  returned: always
+  returned: with O(device)
   type: dict
   sample: {address: null, netmask: null, gateway: null, netdetect: null, tls: true}
 after:
   description: Settings read back after the change (in check mode, what they would be).
-  returned: always
+  returned: with O(device)
   type: dict
   sample: {address: 29.1.137.205, netmask: 255.255.0.0, gateway: 29.1.0.1, netdetect: 29.1.0.1, tls: false}
 commands:
@@ -129,7 +219,19 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            device=dict(type="int", required=True),
+            device=dict(type="int"),
+            ports=dict(type="list", elements="dict", options=dict(
+                device=dict(type="int", required=True),
+                address=dict(type="str"),
+                netmask=dict(type="str"),
+                gateway=dict(type="str"),
+                netdetect=dict(type="str"),
+                tls=dict(type="bool"),
+            ), required_together=[["address", "netmask"]]),
+            status=dict(type="bool", default=False),
+            conf_file=dict(type="path"),
+            send_arp_status=dict(type="int", default=1),
+            phy_ids=dict(type="list", elements="str", default=[]),
             address=dict(type="str"),
             netmask=dict(type="str"),
             gateway=dict(type="str"),
@@ -143,6 +245,10 @@ def main():
             delay=dict(type="float", default=1.0),
         ),
         required_together=[["address", "netmask"], ["rdma_dscp", "rdma_priority"]],
+        required_one_of=[["device", "ports"]],
+        required_by={"conf_file": "ports"},
+        mutually_exclusive=[["device", "ports"], ["ports", "address"], ["ports", "gateway"], ["ports", "netdetect"],
+                            ["ports", "tls"]],
         supports_check_mode=True,
     )
     HccnTask(module).run()

@@ -50,6 +50,12 @@ options:
   ping_count:
     description: Packets per ping (C(pkt)); unset uses hccn_tool's default (3).
     type: int
+  status:
+    description:
+      - Read each device's status (RV(devices)). V(false) only pings (RV(devices) is then empty), for a
+        caller that has just read the ports (M(ascendops.cluster.hccn) with O(ascendops.cluster.hccn#module:status)).
+    type: bool
+    default: true
 seealso:
   - module: ascendops.cluster.hccn
 """
@@ -68,7 +74,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 devices:
-  description: One entry per device, in the order asked.
+  description: One entry per device, in the order asked (none with O(status=false)).
   returned: always
   type: list
   elements: dict
@@ -106,6 +112,7 @@ def main():
             phy_ids=dict(type="list", elements="str", default=[]),
             ping=dict(type="list", elements="dict", default=[]),
             ping_count=dict(type="int"),
+            status=dict(type="bool", default=True),
             hccn_tool=dict(type="path", default=DEFAULT_HCCN_TOOL),
             retries=dict(type="int", default=10),
             delay=dict(type="float", default=1.0),

@@ -14,6 +14,7 @@ description:
     task round trip per path. Read-only.
   - A path that cannot be read (missing, or a dangling link with O(follow)) is returned with
     C(exists) false.
+  - Read-only on the paths it reads; with O(checksum_cache) it keeps that one cache file up to date.
 author:
   - ascendops engineering (@ascendops)
 extends_documentation_fragment:
@@ -37,6 +38,14 @@ options:
     description: Also the checksum of each regular file's content, with this algorithm (none by default).
     type: str
     choices: [sha1, sha256, sha512]
+  checksum_cache:
+    description:
+      - A file on the node that keeps each file's sha256 with the file's identity (device, inode,
+        size, modification and change time), so a file unchanged since it was hashed is not read
+        again (staged vendor packages are gigabytes). Any write to the file, or a copy or rename
+        onto its path, changes the identity and it is hashed again.
+      - Written only outside check mode, and only where its directory exists; needs O(checksum=sha256).
+    type: path
 """
 
 EXAMPLES = r"""
@@ -100,6 +109,7 @@ def main():
             paths=dict(type="list", elements="path", required=True),
             follow=dict(type="bool", default=True),
             checksum=dict(type="str", choices=["sha1", "sha256", "sha512"]),
+            checksum_cache=dict(type="path"),
         ),
         supports_check_mode=True,
     )

@@ -181,3 +181,18 @@ def test_hccn_conf_keeps_the_site_keys_and_writes_tls_enable():
         "address_1=10.0.0.12", "netmask_1=255.255.255.0", "send_arp_status_1=1", "tls_enable_1=0"]
     assert roce_hccn_conf(merged, plan, 1) == merged
     assert FilterModule().filters()["roce_hccn_conf"] is roce_hccn_conf
+
+
+def test_roce_ports_from_the_plan_leaves_unplanned_keys_unmanaged():
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_ports
+
+    plan = [{"host": "n1", "device_id": "0", "address": "10.0.0.1", "netmask": "255.255.255.0", "prefix": 24,
+             "gateway": "10.0.0.254", "netdetect": "10.0.0.254", "tls": False},
+            {"host": "n1", "device_id": 1, "address": "10.0.0.2", "netmask": "255.255.255.0", "gateway": "",
+             "netdetect": None, "tls": True}]
+    assert roce_ports(plan) == [
+        {"device": 0, "address": "10.0.0.1", "netmask": "255.255.255.0", "tls": False, "gateway": "10.0.0.254",
+         "netdetect": "10.0.0.254"},
+        {"device": 1, "address": "10.0.0.2", "netmask": "255.255.255.0", "tls": True}]
+    with pytest.raises(ValueError, match="device_id"):
+        roce_ports([{"address": "10.0.0.1"}])

@@ -126,8 +126,9 @@ def test_second_run_is_idempotent(run, make_package):
     # explicit: Ansible fails a result with a non-zero rc (None included) unless "failed" is set
     assert second["failed"] is False
     assert second["reboot_required"] is False
-    # the second run only checked the archive
-    assert pkg.argvs()[2:] == [["--check"]]
+    # with nothing to install the package is not read: no archive check, no checksum
+    assert pkg.argvs()[2:] == []
+    assert second["checksum"] is None
 
 
 def test_upgrade_uses_upgrade_and_never_user_flags(run, make_package, root):
@@ -159,6 +160,18 @@ def test_same_version_different_case_is_installed(run, make_package, root):
     assert res["action"] == "none" and res["changed"] is False
 
 
+def test_nothing_to_do_reads_no_package_even_a_corrupt_one(run, make_package, root):
+    installed(root, "driver", "24.1.rc1")
+    pkg = make_package(DRIVER, "driver", "24.1.rc1")
+    res = run(pkg, checksum="0" * 64)  # not this file's sha256: never read, the installer never runs
+    assert not res.get("failed") and res["action"] == "none" and res["checksum"] is None
+    assert pkg.argvs() == []
+    # the same corrupt package where it would be installed: refused before the installer runs
+    installed(root, "driver", "23.0.0")
+    bad = run(pkg, checksum="0" * 64)
+    assert bad["failed"] and "Checksum mismatch" in bad["msg"] and pkg.argvs() == []
+
+
 def test_downgrade_refused(run, make_package, root):
     installed(root, "driver", "24.1.rc1")
     pkg = make_package(DRIVER_OLD, "driver", "23.0.0")
@@ -166,7 +179,7 @@ def test_downgrade_refused(run, make_package, root):
     assert res["failed"]
     assert "downgrade" in res["msg"] and "24.1.rc1" in res["msg"] and "23.0.0" in res["msg"]
     assert "allow_downgrade" in res["msg"]
-    assert pkg.argvs() == [["--check"]]
+    assert pkg.argvs() == []  # refused before the package is read
     assert read_version(root, "driver") == "Version=24.1.rc1\n"
 
 
@@ -619,7 +632,7 @@ def test_missing_user_fails_before_installing(run, make_package):
     pkg = make_package(DRIVER, "driver", "24.1.rc1")
     res = run(pkg, install_username="no_such_user_ascendops", install_usergroup=GROUP)
     assert res["failed"] and "does not exist" in res["msg"]
-    assert pkg.argvs() == [["--check"]]
+    assert pkg.argvs() == []  # refused before the package is read or run
 
 
 def test_kind_must_match_file_name(run, make_package):

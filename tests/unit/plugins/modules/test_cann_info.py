@@ -78,3 +78,22 @@ def test_kernels_of_another_version_in_check_mode(run_module, tmp_path):
                      check_mode=True)
     assert res["compatibility"]["ok"] is False
     assert "8.0.0" in res["compatibility"]["problems"][0] and "8.1.RC1" in res["compatibility"]["problems"][0]
+
+
+def test_present_says_what_the_package_module_would_leave_alone(run_module, tmp_path):
+    root = str(tmp_path / "Ascend")
+    installed(root, "8.0.0")
+    installed(root, "8.0.RC3", kernels=False)
+    os.symlink("8.0.0", os.path.join(root, "ascend-toolkit", "latest"))
+    put(os.path.join(root, "driver", "version.info"), "Version=24.1.rc1\n")
+
+    def present(version):
+        res = run_module(cann_info.main, {"install_path": root, "arch": ARCH, "toolkit_version": version,
+                                          "toolkit_package": str(tmp_path / "absent.run")})
+        assert not res.get("failed"), res.get("msg")
+        return res["present"]
+
+    assert present("8.0.0") == {"toolkit": True, "kernels": True}
+    assert present("8.0.RC3") == {"toolkit": True, "kernels": False}  # a toolkit without its kernels
+    assert present("8.1.RC1") == {"toolkit": False, "kernels": False}
+    assert "present" not in run_module(cann_info.main, {"install_path": root, "arch": ARCH})

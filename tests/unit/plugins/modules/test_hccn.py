@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from ansible_collections.ascendops.cluster.plugins.modules import hccn, hccn_info
@@ -162,3 +163,123 @@ def test_discover_devices(tmp_path):
     for name in ("davinci0", "davinci10", "davinci1", "davinci_manager", "hisi_hdc"):
         (tmp_path / name).write_text("")
     assert discover_devices(str(tmp_path)) == [0, 1, 10]
+
+
+PORTS = [{"device": 0, "address": "192.168.121.101", "netmask": "255.255.255.0", "gateway": "192.168.121.1",
+          "netdetect": "192.168.121.1", "tls": False},
+         {"device": 1, "address": "192.168.121.102", "netmask": "255.255.255.0", "gateway": "192.168.121.1",
+          "netdetect": "192.168.121.1", "tls": False}]
+
+
+def test_hccn_ports_configures_every_port_in_one_call_then_reads_once(run_module, tmp_path):
+    fake = Fake(tmp_path)
+    result = run_module(hccn.main, {"ports": PORTS, "status": True, "phy_ids": ["4", ""], "hccn_tool": fake.path,
+                                    "delay": 0.0}, diff=True)
+    assert result["changed"] and not result.get("failed"), result
+    for port in PORTS:
+        assert fake.state()["devices"][str(port["device"])] == {
+            "address": port["address"], "netmask": "255.255.255.0", "gateway": "192.168.121.1",
+            "netdetect": "192.168.121.1", "tls": 0}
+    assert [d["device_id"] for d in result["devices"]] == ["0", "1"]
+    assert result["devices"][0]["phy_id"] == "4" and result["devices"][1]["phy_id"] == "1"
+    assert result["devices"][1]["address"] == "192.168.121.102" and result["devices"][1]["link"] == "UP"
+    assert len(result["diff"]) == 2 and "address: 192.168.121.102\n" in result["diff"][1]["after"]
+    calls = fake.calls()
+    # every port is read before the first one is set
+    first_set = next(i for i, c in enumerate(calls) if " -s " in c)
+    assert {c.split()[1] for c in calls[:first_set]} == {"0", "1"}
+
+    before = len(fake.calls())
+    again = run_module(hccn.main, {"ports": PORTS, "status": True, "hccn_tool": fake.path, "delay": 0.0}, diff=True)
+    assert not again["changed"] and again["commands"] == [] and again["diff"] == []
+    reads = fake.calls()[before:]
+    # a port that is right is read once: address, gateway, net-detect, TLS, link, health, speed
+    assert len(reads) == 2 * 7 and not [c for c in reads if " -s " in c]
+    assert [d["health"] for d in again["devices"]] == ["Success", "Success"]
+
+
+def test_hccn_ports_check_mode_shows_only_the_drifted_port(run_module, tmp_path):
+    fake = Fake(tmp_path)
+    run_module(hccn.main, {"ports": PORTS, "hccn_tool": fake.path, "delay": 0.0})
+    state = fake.state()
+    state["devices"]["1"]["address"] = "192.168.121.150"
+    fake.save(state)
+    before = len(fake.calls())
+    result = run_module(hccn.main, {"ports": PORTS, "status": True, "hccn_tool": fake.path, "delay": 0.0},
+                        check_mode=True, diff=True)
+    assert result["changed"]
+    assert result["commands"] == ["-i 1 -ip -s address 192.168.121.102 netmask 255.255.255.0"]
+    assert [d["before_header"] for d in result["diff"]] == ["hccn_tool -i 1"]
+    assert "address: 192.168.121.150\n" in result["diff"][0]["before"]
+    assert "address: 192.168.121.102\n" in result["diff"][0]["after"]
+    # devices: the hardware as it is (nothing was set)
+    assert result["devices"][1]["address"] == "192.168.121.150"
+    assert fake.state()["devices"]["1"]["address"] == "192.168.121.150"
+    assert not [c for c in fake.calls()[before:] if " -s " in c]
+
+
+def test_hccn_ports_sets_nothing_when_a_later_port_cannot_be_read(run_module, tmp_path):
+    fake = Fake(tmp_path, devices=1)
+    result = run_module(hccn.main, {"ports": PORTS, "hccn_tool": fake.path, "delay": 0.0})
+    assert result["failed"] and "device 1" in result["msg"] and "invalid device id" in result["msg"]
+    assert fake.state()["devices"]["0"] == {}
+    assert not [c for c in fake.calls() if " -s " in c]
+
+
+def test_hccn_ports_needs_address_with_netmask(run_module, tmp_path):
+    fake = Fake(tmp_path)
+    result = run_module(hccn.main, {"ports": [{"device": 0, "address": "192.168.121.101"}], "hccn_tool": fake.path})
+    assert result["failed"] and "netmask" in result["msg"]
+
+
+def test_hccn_info_without_status_only_pings(run_module, tmp_path):
+    fake = Fake(tmp_path, reachable=["192.168.121.103"])
+    result = run_module(hccn_info.main, {"status": False, "hccn_tool": fake.path,
+                                         "ping": [{"device": 0, "address": "192.168.121.103"}]})
+    assert result["devices"] == [] and result["pings"][0]["ok"]
+    assert fake.calls() == ["-i 0 -ping -g address 192.168.121.103"]
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the file is made root's (chown)")
+
+
+@needs_root
+def test_hccn_ports_merges_hccn_conf_keeping_the_site_keys(run_module, tmp_path):
+    fake = Fake(tmp_path)
+    conf = tmp_path / "hccn.conf"
+    conf.write_text("# site\nbitmap_0=0,0,0,0,0,0,0,1\naddress_1=10.0.0.9\n")
+    os.chmod(conf, 0o600)
+    args = {"ports": PORTS, "conf_file": str(conf), "send_arp_status": 1, "hccn_tool": fake.path, "delay": 0.0}
+    checked = run_module(hccn.main, dict(args), check_mode=True, diff=True)
+    assert checked["changed"] and checked["conf_changed"]
+    assert conf.read_text() == "# site\nbitmap_0=0,0,0,0,0,0,0,1\naddress_1=10.0.0.9\n"  # check mode writes nothing
+    assert checked["diff"][-1]["before_header"] == str(conf)
+    assert "address_1=192.168.121.102" in checked["diff"][-1]["after"]
+    result = run_module(hccn.main, dict(args))
+    assert result["changed"] and result["conf_changed"]
+    text = conf.read_text()
+    assert text.startswith("# site\nbitmap_0=0,0,0,0,0,0,0,1\naddress_1=192.168.121.102\n")
+    for line in ("address_0=192.168.121.101", "netmask_0=255.255.255.0", "netdetect_0=192.168.121.1",
+                 "gateway_0=192.168.121.1", "send_arp_status_0=1", "tls_enable_0=0", "tls_enable_1=0"):
+        assert line in text.splitlines()
+    assert oct(os.stat(conf).st_mode & 0o777) == "0o644"
+    again = run_module(hccn.main, dict(args), diff=True)
+    assert not again["changed"] and not again["conf_changed"] and again["diff"] == []
+    os.chmod(conf, 0o666)  # a mode drift alone is a change too
+    drift = run_module(hccn.main, dict(args), check_mode=True)
+    assert drift["changed"] and drift["conf_changed"]
+
+
+@needs_root
+def test_hccn_ports_writes_a_missing_hccn_conf(run_module, tmp_path):
+    fake = Fake(tmp_path)
+    conf = tmp_path / "hccn.conf"
+    result = run_module(hccn.main, {"ports": PORTS[:1], "conf_file": str(conf), "hccn_tool": fake.path,
+                                    "delay": 0.0})
+    assert result["conf_changed"] and conf.read_text().splitlines()[0] == "address_0=192.168.121.101"
+
+
+def test_hccn_conf_file_needs_ports(run_module, tmp_path):
+    fake = Fake(tmp_path)
+    result = run_module(hccn.main, dict(ARGS, hccn_tool=fake.path, conf_file=str(tmp_path / "c")))
+    assert result["failed"] and "ports" in result["msg"]

@@ -49,3 +49,43 @@ def test_checksums_of_regular_files_when_asked(run_module, tmp_path):
     summed = run_module(path_info.main, {"paths": [str(f), str(tmp_path)], "checksum": "sha256"})["stats"]
     assert summed[0]["checksum"] == hashlib.sha256(b"driver").hexdigest()
     assert "checksum" not in summed[1]  # a directory has none
+
+
+def test_checksum_cache_spares_reading_an_unchanged_file_and_notices_a_rewrite(run_module, tmp_path, monkeypatch):
+    from ansible_collections.ascendops.cluster.plugins.module_utils import sha256_cache
+
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    pkg = stage / "Ascend-cann-toolkit_8.0.0_linux-aarch64.run"
+    pkg.write_bytes(b"toolkit")
+    cache = str(stage / ".sha256-cache.json")
+    args = {"paths": [str(pkg)], "checksum": "sha256", "checksum_cache": cache}
+    # check mode reads but keeps no cache
+    assert run_module(path_info.main, args, check_mode=True)["stats"][0]["checksum"] == hashlib.sha256(
+        b"toolkit").hexdigest()
+    assert not os.path.exists(cache)
+    run_module(path_info.main, args)
+    assert os.path.exists(cache)
+    hashed = []
+    real = sha256_cache.sha256_file
+    monkeypatch.setattr(sha256_cache, "sha256_file", lambda p: hashed.append(p) or real(p))
+    again = run_module(path_info.main, args)["stats"][0]
+    assert again["checksum"] == hashlib.sha256(b"toolkit").hexdigest() and hashed == []
+    pkg.write_bytes(b"tampered")
+    changed = run_module(path_info.main, args)["stats"][0]
+    assert changed["checksum"] == hashlib.sha256(b"tampered").hexdigest() and hashed == [str(pkg)]
+
+
+def test_checksum_cache_is_not_written_where_its_directory_is_missing(run_module, tmp_path):
+    f = tmp_path / "a.run"
+    f.write_bytes(b"a")
+    result = run_module(path_info.main, {"paths": [str(f)], "checksum": "sha256",
+                                         "checksum_cache": str(tmp_path / "missing" / "cache.json")})
+    assert result["stats"][0]["checksum"] == hashlib.sha256(b"a").hexdigest()
+    assert not (tmp_path / "missing").exists()
+
+
+def test_checksum_cache_needs_sha256(run_module, tmp_path):
+    result = run_module(path_info.main, {"paths": [str(tmp_path)], "checksum": "sha1",
+                                         "checksum_cache": str(tmp_path / "c.json")})
+    assert result["failed"] and "sha256" in result["msg"]

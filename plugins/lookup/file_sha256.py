@@ -1,0 +1,80 @@
+# Copyright: (c) 2026, ascendops engineering
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: file_sha256
+version_added: "0.1.0"
+short_description: SHA-256 of files on the controller, kept across runs while a file is unchanged
+description:
+  - For each path, whether the file exists and its SHA-256, read on the controller.
+  - A hash is kept in a cache file keyed by the path and the file's identity (device, inode, size,
+    modification and change time in nanoseconds), so a re-run does not read gigabytes of unchanged
+    vendor packages again; any write, copy or rename onto the path changes the identity and the file
+    is hashed again.
+options:
+  _terms:
+    description: Paths on the controller (lists are flattened).
+    required: true
+  cache_file:
+    description:
+      - The cache file; empty keeps nothing across runs.
+      - Default C($XDG_CACHE_HOME/ascendops/sha256.json) (C(~/.cache/ascendops/sha256.json)).
+    type: str
+"""
+
+EXAMPLES = r"""
+- name: Check a package against its manifest line
+  ansible.builtin.assert:
+    that: item.sha256 == 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'
+  loop: "{{ query('ascendops.cluster.file_sha256', '/srv/ascend/Ascend-cann-toolkit_8.0.0_linux-aarch64.run') }}"
+"""
+
+RETURN = r"""
+_list:
+  description: One dict per path, in order.
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: The absolute path.
+      type: str
+    exists:
+      description: Whether the file exists.
+      type: bool
+    sha256:
+      description: Its SHA-256 (hex), null when it does not exist.
+      type: str
+    cached:
+      description: Whether the hash came from the cache.
+      type: bool
+"""
+
+from ansible.errors import AnsibleLookupError  # noqa: E402
+from ansible.plugins.lookup import LookupBase  # noqa: E402
+from ansible_collections.ascendops.cluster.plugins.module_utils.sha256_cache import (  # noqa: E402
+    Sha256Cache,
+    default_cache_file,
+)
+
+
+class LookupModule(LookupBase):
+    def run(self, terms, variables=None, **kwargs):
+        unknown = sorted(set(kwargs) - {"cache_file"})
+        if unknown:
+            raise AnsibleLookupError(f"file_sha256: unknown option {unknown[0]} (it takes cache_file)")
+        cache_file = kwargs.get("cache_file")
+        cache = Sha256Cache(default_cache_file() if cache_file is None else cache_file)
+        paths = []
+        for term in terms:
+            paths.extend(term if isinstance(term, (list, tuple)) else [term])
+        out = []
+        try:
+            for path in paths:
+                out.append(cache.digest(str(path)))
+        except OSError as exc:
+            raise AnsibleLookupError(f"file_sha256: cannot read {exc.filename}: {exc.strerror}") from exc
+        finally:
+            cache.save()
+        return out

@@ -1,0 +1,73 @@
+# Copyright: (c) 2026, ascendops engineering
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which OS packages are installed, read from the package database (dpkg or rpm), one query per
+name: what a role needs to know before it calls the package manager, whose no-op run (apt opening
+its cache, dnf loading repository metadata) costs seconds on every re-run. Read-only; only the
+standard library and the module's run_command are used.
+
+* dpkg: ``dpkg-query -W -f='${db:Status-Abbrev}' NAME`` prints ``ii `` for an installed package
+  (``rc``, ``un`` ... otherwise; exit 1 and nothing on stdout for a name dpkg does not know).
+* rpm: ``rpm -q NAME`` exits 0 when a package of that name (or name-version) is installed.
+"""
+
+from __future__ import annotations
+
+DPKG_QUERY = "dpkg-query"
+RPM = "rpm"
+
+
+def dpkg_installed(status):
+    """``${db:Status-Abbrev}`` -> installed: the desired action and the state are both ``i``
+    (``ii``, ``hi`` held and installed), with no error flag (third column blank)."""
+    text = (status or "").rstrip("\n")
+    return len(text) >= 2 and text[0] in "ih" and text[1] == "i" and (len(text) < 3 or text[2] == " ")
+
+
+class OsPackages:
+    """``installed(name) -> bool`` through ``run(argv) -> (rc, out, err)`` and the manager found."""
+
+    def __init__(self, run, manager):
+        if manager not in ("dpkg", "rpm"):
+            raise ValueError(f"unknown package manager {manager!r}")
+        self.run = run
+        self.manager = manager
+
+    def installed(self, name):
+        if self.manager == "dpkg":
+            rc, out, _err = self.run([DPKG_QUERY, "-W", "-f=${db:Status-Abbrev}", name])
+            return rc == 0 and dpkg_installed(out)
+        rc, _out, _err = self.run([RPM, "-q", name])
+        return rc == 0
+
+    def state(self, names):
+        """{"installed": [...], "missing": [...]} in the order given (duplicates once)."""
+        seen, installed, missing = set(), [], []
+        for name in names:
+            if name in seen:
+                continue
+            seen.add(name)
+            (installed if self.installed(name) else missing).append(name)
+        return {"installed": installed, "missing": missing}
+
+
+class OsPackagesInfoTask:
+    """plugins/modules/os_packages_info.py."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def run(self):
+        module = self.module
+        names = module.params["names"]
+        if module.get_bin_path(DPKG_QUERY):
+            manager, binary = "dpkg", module.get_bin_path(DPKG_QUERY)
+        elif module.get_bin_path(RPM):
+            manager, binary = "rpm", module.get_bin_path(RPM)
+        else:
+            module.fail_json(msg="neither dpkg-query nor rpm is on this host: cannot tell which packages are installed")
+
+        def run(argv):
+            return module.run_command([binary] + argv[1:], environ_update={"LC_ALL": "C"})
+
+        result = OsPackages(run, manager).state(names)
+        module.exit_json(changed=False, manager=manager, **result)

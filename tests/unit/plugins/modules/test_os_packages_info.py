@@ -1,0 +1,56 @@
+"""os_packages_info: installed and missing packages from dpkg (a fake dpkg-query) or rpm."""
+
+from __future__ import annotations
+
+import pytest
+from ansible_collections.ascendops.cluster.plugins.module_utils.os_packages import OsPackages, dpkg_installed
+from ansible_collections.ascendops.cluster.plugins.modules import os_packages_info
+from ansible_collections.ascendops.cluster.tests.unit.plugins.modules.ascend_module_harness import write_script
+
+# dpkg-query -W -f='${db:Status-Abbrev}' NAME, with the states of a real database
+FAKE_DPKG_QUERY = r'''#!/usr/bin/env python3
+import sys
+states = {"gcc": "ii ", "make": "ii ", "dkms": "rc ", "chrony": "iU ", "held": "hi ", "broken": "iiR"}
+name = sys.argv[-1]
+if name not in states:
+    sys.stderr.write("dpkg-query: no packages found matching %s\n" % name); sys.exit(1)
+sys.stdout.write(states[name])
+'''
+
+
+@pytest.mark.parametrize("status,installed", [
+    ("ii ", True), ("hi ", True), ("rc ", False), ("un ", False), ("iU ", False), ("iiR", False), ("", False),
+])
+def test_dpkg_status_abbrev(status, installed):
+    assert dpkg_installed(status) is installed
+
+
+def test_module_reports_installed_and_missing_in_order(run_module, tmp_path, monkeypatch):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    write_script(bindir / "dpkg-query", FAKE_DPKG_QUERY)
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    result = run_module(os_packages_info.main, {"names": ["gcc", "dkms", "make", "chrony", "held", "broken",
+                                                          "nosuch", "gcc"]}, check_mode=True)
+    assert not result.get("failed") and result["changed"] is False, result
+    assert result["manager"] == "dpkg"
+    assert result["installed"] == ["gcc", "make", "held"]
+    assert result["missing"] == ["dkms", "chrony", "broken", "nosuch"]
+
+
+def test_rpm_installed_by_exit_code():
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        return (0, "kernel-devel-5.10.0-1.oe2203.aarch64\n", "") if argv[-1].startswith("kernel-devel") else (
+            1, "package dkms is not installed\n", "")
+
+    state = OsPackages(run, "rpm").state(["kernel-devel-5.10.0-1.oe2203.aarch64", "dkms"])
+    assert state == {"installed": ["kernel-devel-5.10.0-1.oe2203.aarch64"], "missing": ["dkms"]}
+    assert calls[1] == ["rpm", "-q", "dkms"]
+
+
+def test_unknown_manager_refused():
+    with pytest.raises(ValueError):
+        OsPackages(lambda argv: (0, "", ""), "pacman")
