@@ -41,7 +41,7 @@ CASES = [
 
 def test_up_to_date_decision(tmp_path):
     tasks = []
-    for name, facts, components, _ in CASES:
+    for name, facts, components, _expected in CASES:
         tasks.append({"name": f"set {name}", "ansible.builtin.set_fact": dict(
             {"__npu_driver_before": None, "__npu_driver_installed_in_run": False},
             __npu_driver_components=components, **facts)})
@@ -62,4 +62,4 @@ def test_up_to_date_decision(tmp_path):
                           capture_output=True, text=True, env=env, cwd=REPO, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     got = [line.split("RESULT ", 1)[1].strip().strip('"') for line in proc.stdout.splitlines() if "RESULT " in line]
-    assert got == [str(expected) for *_, expected in CASES], proc.stdout
+    assert got == [str(expected) for *_rest, expected in CASES], proc.stdout
