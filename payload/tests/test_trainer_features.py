@@ -8,6 +8,8 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 
 import _trainer_helpers  # noqa: F401  (puts payload/src on sys.path)
 import numpy as np
@@ -562,10 +564,7 @@ def test_trainer_pieces_step_evaluate_save(prepared, tmp_path):
 def test_a_cpu_rank_samples_npu_usage_where_the_node_has_npus(prepared, tmp_path):
     """The training device does not decide NPU sampling: a CPU trainer on a node with npu-smi and visible NPUs
     samples them into its metrics; without them (a CPU or CUDA box) it starts nothing and says nothing."""
-    import time
 
-    from ascendops_trainer.parallel import shutdown
-    from ascendops_trainer.train import Trainer
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -582,27 +581,39 @@ case "$*" in
 esac
 """)
     (bin_dir / "npu-smi").chmod(0o755)
-    env, sigterm = dict(os.environ), signal.getsignal(signal.SIGTERM)
-    try:
-        cfg = build_config({"data.path": prepared["data"], "run_dir": str(tmp_path / "run"), "train.steps": "2",
-                            "metrics.tensorboard": "false", "metrics.npu_usage_interval_s": "0.05"})
-        os.environ["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
-        os.environ["ASCEND_VISIBLE_DEVICES"] = "0"  # as the Ascend Docker Runtime sets it
-        t = Trainer(cfg)
-        try:
-            assert t.ctx.device_type == "cpu"
-            end = time.monotonic() + 10
-            while not t.npu_usage.latest() and time.monotonic() < end:
-                time.sleep(0.05)
-            assert t.npu_usage.latest() == {"npu_ai_core_pct": 87.0, "npu_hbm_used_mb": 6554, "npu_hbm_total_mb": 65536,
-                                            "npu_power_w": 298.4, "npu_temp_c": 63.0}
-        finally:
-            t.close()
-    finally:
-        shutdown()
-        os.environ.clear()
-        os.environ.update(env)
-        signal.signal(signal.SIGTERM, sigterm)
+    # Its own process: a second Trainer in this test process fails inside DeepSpeed (its process groups
+    # stay registered to the first one), whatever order the tests run in.
+    code = f"""
+import json, time
+from ascendops_trainer.config import build_config
+from ascendops_trainer.parallel import shutdown
+from ascendops_trainer.train import Trainer
+cfg = build_config({{"data.path": {prepared["data"]!r}, "run_dir": {str(tmp_path / "run")!r}, "train.steps": "2",
+                    "metrics.tensorboard": "false", "metrics.npu_usage_interval_s": "0.05"}})
+t = Trainer(cfg)
+try:
+    end = time.monotonic() + 10
+    while not t.npu_usage.latest() and time.monotonic() < end:
+        time.sleep(0.05)
+    print("RESULT " + json.dumps({{"device": t.ctx.device_type, "usage": t.npu_usage.latest()}}))
+finally:
+    t.close()
+    shutdown()
+"""
+    env = dict(os.environ)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["ASCEND_VISIBLE_DEVICES"] = "0"  # as the Ascend Docker Runtime sets it
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600,
+                          check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, proc.stdout + proc.stderr
+    got = json.loads(lines[-1][len("RESULT "):])
+    assert got["device"] == "cpu"
+    assert got["usage"] == {"npu_ai_core_pct": 87.0, "npu_hbm_used_mb": 6554, "npu_hbm_total_mb": 65536,
+                            "npu_power_w": 298.4, "npu_temp_c": 63.0}
 
 
 def test_packed_documents_line_up_inputs_targets_and_positions():
