@@ -78,6 +78,11 @@ def scale_plan_text(plan, operation):
     return _d.scale_plan_text(plan, operation)
 
 
+def day2_checkpoint_problem(plan, job=None, shared_storage_type="none", dead=()):
+    """A message when node-local checkpoints cannot follow the plan (``day2_run.checkpoint_locality_problem``)."""
+    return _d.checkpoint_locality_problem(plan, job, shared_storage_type, dead)
+
+
 def day2_resume_problem(config, job_config=None):
     """A message when the job cannot resume at another world size (``day2_run.resume_config_problem``)."""
     return _d.resume_config_problem(config, _rules.TRAINER_KEYS, job_config)
@@ -93,4 +98,5 @@ class FilterModule:
                 "day2_role_vars": day2_role_vars, "day2_node_health": day2_node_health,
                 "day2_nics_ready": day2_nics_ready,
                 "day2_node_list": day2_node_list, "scale_plan": scale_plan, "scale_plan_text": scale_plan_text,
-                "day2_resume_problem": day2_resume_problem}
+                "day2_resume_problem": day2_resume_problem,
+                "day2_checkpoint_problem": day2_checkpoint_problem}

@@ -172,6 +172,38 @@ def resume_config_problem(config, known, job_config=None):
     return None
 
 
+def checkpoint_locality_problem(plan, job=None, shared_storage_type="none", dead=()):
+    """A message when the job's checkpoints are on each node's own disk and ``plan`` (``scale_plan.plan_scale``)
+    changes its nodes; None otherwise. ZeRO saves one shard per rank where that rank runs: a new node (added,
+    or a spare swapped in) has none, a removed node keeps its own, so no world size resumes from them (the
+    trainer would refuse only after the job was stopped). ``job``: ``launch_job``; ``shared_storage_type``:
+    the shared_storage stage's (not none: the launch stage keeps the checkpoints there, shared, unless
+    ``launch_job.checkpoint_shared_fs`` says otherwise); ``dead``: nodes that do not answer."""
+    job = job if isinstance(job, dict) else {}
+    shared_default = str(shared_storage_type or "none") != "none"
+    shared = job.get("checkpoint_shared_fs")
+    shared = shared_default if shared is None else str(shared).lower() in ("true", "yes", "1", "on")
+    new = [n for n in plan.get("nodes", []) if n in plan.get("added", []) or n in plan.get("swapped", {}).values()]
+    gone = list(plan.get("removed", []))
+    if shared or not (new or gone):
+        return None
+    where = job.get("checkpoint_dir") or ("under shared_storage_path" if shared_default else
+                                          "/var/lib/ascendops/checkpoints, the default")
+    setting = ("launch_job.checkpoint_shared_fs is false" if job.get("checkpoint_shared_fs") is not None
+               else "shared_storage_type is none")
+    lost = [n for n in gone if n in set(dead or ())]
+    what = "; ".join(filter(None, [
+        f"{', '.join(new)} would start without a checkpoint shard" if new else "",
+        f"the shards of {', '.join(gone)} stay on {'it' if len(gone) == 1 else 'them'}" if gone else "",
+        f"{', '.join(lost)} does not answer, so {'its' if len(lost) == 1 else 'their'} shards are lost" if lost else ""]))
+    return (f"the job's checkpoints are on each node's own disk (launch_job.checkpoint_dir {where}; {setting}): "
+            f"{what}, so the job cannot resume after this change. Put the job's checkpoints on shared storage "
+            "(shared_storage_type nfs, lustre or existing, or launch_job.checkpoint_shared_fs: true where "
+            "checkpoint_dir is already one file system on every node) before changing its nodes, or gather "
+            "every node's shards of the last checkpoint into one directory, export it (ascendops-train export "
+            "--checkpoint-dir <that directory> --out <hf dir>) and start a new job from it (launch_job.hf_model_dir)")
+
+
 def scale_plan_text(plan, operation):
     """A scale plan (``scale_plan.plan_scale``) as text lines: what changes, the new rank order, the steps."""
     lines = [f"{operation}: job of {len(plan['nodes'])} node(s), world size {plan['world_size_before']} -> "
@@ -197,4 +229,4 @@ def scale_plan_text(plan, operation):
 
 
 __all__ = ["Day2Error", "ROLE_VARS", "settings_release", "role_vars", "node_health", "node_list",
-           "RESUME_KEY", "resume_config_problem", "scale_plan_text"]
+           "RESUME_KEY", "resume_config_problem", "checkpoint_locality_problem", "scale_plan_text"]

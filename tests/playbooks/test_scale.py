@@ -17,6 +17,9 @@ pytestmark = pytest.mark.slow
 # world size is refused.
 UNIVERSAL = "checkpoint.resume_universal" in TRAINER_KEYS
 SAMPLE_JOB = yaml.safe_load((ROOT / "inventories/sample/group_vars/npu_nodes/ascend.yml").read_text())["launch_job"]
+# The sample keeps checkpoints on each node's own disk, which no change of nodes can resume from: the
+# plans that must pass put them on one file system.
+SHARED_JOB = dict(SAMPLE_JOB, checkpoint_shared_fs=True)
 ANSWERS = {"scale_reachable": True, "scale_job_servers": ["192.0.2.11", "192.0.2.12"], "scale_job_running": True}
 SPARE = {"npu_spares": {"a2-spare01": {"ansible_host": "192.0.2.31", "roce_address_offset": 40}}}
 THIRD = {"npu_nodes": {"a2-node03": {"ansible_host": "192.0.2.13", "roce_address_offset": 30}}}
@@ -41,7 +44,8 @@ def test_remove_of_a_node_not_in_npu_nodes_is_refused(tmp_path):
 
 def test_remove_with_a_spare_prints_the_plan_in_check_mode_and_targets_nothing_on_the_dead_node(tmp_path):
     run = run_playbook(tmp_path, "remove_node.yml", answers("a2-node01", "a2-spare01"),
-                       {"nodes": "a2-node02", "confirm": "yes", "swap": True}, check=True, inventory_hosts=SPARE)
+                       {"nodes": "a2-node02", "confirm": "yes", "swap": True, "launch_job": SHARED_JOB}, check=True,
+                       inventory_hosts=SPARE)
     assert run.rc == 0, run.out
     assert "Remove a2-node02: job of 2 node(s), world size 16 -> 16" in run.text
     assert "Swapped: a2-node02 -> spare a2-spare01 (takes its place)" in run.text
@@ -76,7 +80,7 @@ def test_a_smaller_world_size_the_trainer_refuses_and_no_universal_resume_are_na
 
 
 def test_add_prints_the_plan_in_check_mode(tmp_path):
-    job = dict(SAMPLE_JOB, global_batch_size=48, micro_batch_size=2)
+    job = dict(SHARED_JOB, global_batch_size=48, micro_batch_size=2)
     run = run_playbook(tmp_path, "add_node.yml", answers("a2-node01", "a2-node02", "a2-node03"),
                        {"nodes": "a2-node03", "launch_job": job}, check=True, inventory_hosts=THIRD)
     assert "Add a2-node03: job of 3 node(s), world size 16 -> 24" in run.text
@@ -117,3 +121,22 @@ def test_add_of_a_node_not_in_the_inventory_or_not_answering_is_refused(tmp_path
                        check=True, inventory_hosts=THIRD)
     assert run.rc != 0
     assert "a2-node03: reachable: a2-node03 is unreachable; a node to add must answer" in run.text
+
+
+def test_node_local_checkpoints_refuse_a_change_of_nodes_before_the_job_is_stopped(tmp_path):
+    job = dict(SAMPLE_JOB, global_batch_size=48, micro_batch_size=2)
+    run = run_playbook(tmp_path, "add_node.yml", answers("a2-node01", "a2-node02", "a2-node03"),
+                       {"nodes": "a2-node03", "launch_job": job}, check=True, inventory_hosts=THIRD)
+    assert run.rc != 0
+    assert "add_node.yml refused, nothing changed" in run.text
+    assert ("the job's checkpoints are on each node's own disk (launch_job.checkpoint_dir /data/llama3/checkpoints; "
+            "shared_storage_type is none): a2-node03 would start without a checkpoint shard") in run.text
+    assert "ascendops-train export" in run.text
+    assert "Check mode: the plan above" not in run.text
+    assert set(run.recap_changed().values()) == {0}, run.out
+    (tmp_path / "spare").mkdir()
+    run = run_playbook(tmp_path / "spare", "remove_node.yml", answers("a2-node01", "a2-spare01"),
+                       {"nodes": "a2-node02", "confirm": "yes", "swap": True}, check=True, inventory_hosts=SPARE)
+    assert run.rc != 0
+    assert "remove_node.yml refused, nothing changed" in run.text
+    assert "a2-spare01 would start without a checkpoint shard; the shards of a2-node02 stay on it" in run.text

@@ -139,3 +139,32 @@ def test_a_link_up_whose_net_health_is_not_success_is_not_ready():
     assert d.nics_ready(ready, 4) is True
     assert d.nics_ready(ready[:3], 4) is False and d.nics_ready([], 4) is False
     assert d.node_health(npu, ready, 4) == {"reachable": True, "npu_health_ok": True, "links_up": True, "detail": []}
+
+
+def test_checkpoint_locality_problem_refuses_node_local_checkpoints_for_any_change_of_nodes():
+    from ansible_collections.ascendops.cluster.plugins.module_utils.scale_plan import plan_scale
+
+    add = plan_scale(["node1", "node2"], add=["node3"], devices_per_node=8)
+    local = {"checkpoint_dir": "/data/llama3/checkpoints"}
+    msg = d.checkpoint_locality_problem(add, local, "none")
+    assert "launch_job.checkpoint_dir /data/llama3/checkpoints; shared_storage_type is none" in msg
+    assert "node3 would start without a checkpoint shard" in msg
+    assert "shared_storage_type nfs, lustre or existing" in msg and "ascendops-train export" in msg
+    # A spare swapped in at the same world size has no shards either; a dead removed node's are lost.
+    swap = plan_scale(["node1", "node2"], remove=["node2"], spares=["spare1"], swap=True, dead=["node2"])
+    msg = d.checkpoint_locality_problem(swap, {"checkpoint_shared_fs": False}, "nfs", dead=["node2"])
+    assert "launch_job.checkpoint_shared_fs is false" in msg
+    assert "spare1 would start without a checkpoint shard; the shards of node2 stay on it" in msg
+    assert "node2 does not answer, so its shards are lost" in msg
+    shrink = plan_scale(["node1", "node2", "node3"], remove=["node3"])
+    assert "the shards of node3 stay on it" in d.checkpoint_locality_problem(shrink, None, "none")
+
+
+def test_checkpoint_locality_problem_passes_shared_checkpoints_and_an_unchanged_job():
+    from ansible_collections.ascendops.cluster.plugins.module_utils.scale_plan import plan_scale
+
+    add = plan_scale(["node1", "node2"], add=["node3"])
+    assert d.checkpoint_locality_problem(add, {}, "existing") is None  # the shared storage stage's default
+    assert d.checkpoint_locality_problem(add, {"checkpoint_shared_fs": True}, "none") is None
+    assert d.checkpoint_locality_problem(add, {"checkpoint_shared_fs": "true"}, "none") is None
+    assert d.checkpoint_locality_problem(plan_scale(["node1", "node2"]), {}, "none") is None
