@@ -195,7 +195,8 @@ def checkpoint_locality_problem(plan, job=None, shared_storage_type="none", dead
     what = "; ".join(filter(None, [
         f"{', '.join(new)} would start without a checkpoint shard" if new else "",
         f"the shards of {', '.join(gone)} stay on {'it' if len(gone) == 1 else 'them'}" if gone else "",
-        f"{', '.join(lost)} does not answer, so {'its' if len(lost) == 1 else 'their'} shards are lost" if lost else ""]))
+        f"{', '.join(lost)} does not answer, so {'its' if len(lost) == 1 else 'their'} shards are lost"
+        if lost else ""]))
     return (f"the job's checkpoints are on each node's own disk (launch_job.checkpoint_dir {where}; {setting}): "
             f"{what}, so the job cannot resume after this change. Put the job's checkpoints on shared storage "
             "(shared_storage_type nfs, lustre or existing, or launch_job.checkpoint_shared_fs: true where "
