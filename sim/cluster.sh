@@ -74,7 +74,7 @@ up() {
     podman network create --subnet "$roce_cidr.0/24" --label ascendops.sim.node "$roce_net" >/dev/null
   podman volume exists "$shared_vol" ||
     podman volume create --label ascendops.sim.node=shared "$shared_vol" >/dev/null
-  local i name ip hosts=()
+  local i name ip iface hosts=()
   for i in $(seq 1 "$nodes"); do
     name=node$i; ip=$mgmt_cidr.$((10 + i))
     if ! podman container exists "$prefix-$name"; then
@@ -96,7 +96,12 @@ up() {
     # runtime user is made later, by the preflight stage).
     podman exec "$prefix-$name" chmod 1777 "$shared_path"
     podman exec -i "$prefix-$name" sh -c 'install -d -m 0700 /root/.ssh && cat > /root/.ssh/authorized_keys' < "$key.pub"
-    podman exec "$prefix-$name" ascend-sim hardware --npus "$npus" --model "$model" --nic-interface eth1 >/dev/null
+    # The interface on the device-NIC network becomes the simulated device NICs' fabric: found by its
+    # address (podman does not keep --network order: eth1 was once the management network, which the
+    # stand-in then took over, and SSH never answered). Gone already when the node was up before.
+    iface=$(podman exec "$prefix-$name" ip -o -4 addr show to "$roce_cidr.$((1 + i))/32" | awk '{print $2; exit}')
+    podman exec "$prefix-$name" ascend-sim hardware --npus "$npus" --model "$model" \
+      ${iface:+--nic-interface "$iface"} >/dev/null
     # SIMULATION ONLY, for the trainer's container (inventories/sim/group_vars/all/launch.yml mounts both):
     # the rank shim (sim/rank-device: each simulated rank holds its /dev/davinciN, the stand-in's busy
     # rule) and the stand-in state's lock open to the job's user (npu-smi takes a shared lock to read it).
