@@ -123,6 +123,24 @@ def interface_of_address(facts, address):
     return jc.interface_of_address(facts, address)
 
 
+def path_is(stat, kind="file", mode=None, checksum=None, uid=0, gid=0):
+    """Whether a path as module path_info read it (one entry of its ``stats``; follow false) is already
+    what a write would make it: a regular file (``kind`` file) or a directory (``kind`` directory) with
+    this owner, group and mode and, for a file, this content checksum (sha1, as copy reports it). None
+    or a missing path is not right. The launch stage writes a file or directory only where this is false."""
+    if not isinstance(stat, dict) or not stat.get("exists"):
+        return False
+    if not stat.get("isdir" if kind == "directory" else "isreg"):
+        return False
+    if uid is not None and stat.get("uid") != int(uid):
+        return False
+    if gid is not None and stat.get("gid") != int(gid):
+        return False
+    if mode is not None and stat.get("mode") != str(mode):
+        return False
+    return kind == "directory" or checksum is None or stat.get("checksum") == checksum
+
+
 def launch_plan(infos, changed_data=None, restart_failed=False, start_stopped=False):
     """The restart plan from every node's ascend_job_info result: {host: job} (or {host: result with
     .job}). See module_utils/job_state.restart_plan."""
@@ -194,4 +212,4 @@ class FilterModule:
                 "job_container_command": job_container_command, "job_container_security": job_container_security,
                 "container_user": container_user, "job_env": job_env, "env_file_text": env_file_text,
                 "profile_text": profile_text, "interface_of_address": interface_of_address,
-                "launch_plan": launch_plan}
+                "launch_plan": launch_plan, "path_is": path_is}

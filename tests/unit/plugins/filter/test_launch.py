@@ -13,6 +13,7 @@ from ansible_collections.ascendops.cluster.plugins.filter.launch import (
     key_value_lines,
     log_excerpt,
     npu_processes,
+    path_is,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -91,7 +92,7 @@ def test_filters_registered():
         "hccl_errors", "collective_verdict", "key_value_lines", "hccl_test_results", "hccl_test_verdict",
         "npu_processes", "log_excerpt", "job_container_spec", "job_container_argv", "job_container_unit",
         "job_container_command", "job_container_security", "container_user", "job_env", "env_file_text",
-        "profile_text", "interface_of_address", "launch_plan"}
+        "profile_text", "interface_of_address", "launch_plan", "path_is"}
 
 
 def test_key_value_lines_split_at_the_first_equals_sign():
@@ -135,3 +136,20 @@ def test_log_excerpt_without_an_error_is_the_tail_and_a_long_traceback_is_cut():
     out = log_excerpt(text, lines=1, error_lines=10)
     assert len(out) == 10 + 2 + 2 and out[10].startswith("... (92 more lines)") and out[11] == "ValueError: bad"
     assert out[-1] == "last"
+
+
+def test_path_is_a_right_file_or_directory_only():
+    f = {"path": "/etc/ascendops/job.yaml", "exists": True, "isreg": True, "isdir": False, "uid": 0, "gid": 0,
+         "mode": "0644", "checksum": "abc"}
+    assert path_is(f, "file", "0644", "abc")
+    assert not path_is(f, "file", "0644", "other")               # content differs
+    assert not path_is(dict(f, mode="0600"), "file", "0644", "abc")
+    assert not path_is(dict(f, uid=1000), "file", "0644", "abc")
+    assert not path_is(dict(f, gid=5), "file", "0644", "abc")
+    assert not path_is(dict(f, isreg=False, islnk=True), "file", "0644", "abc")  # a link is replaced
+    assert not path_is({"path": "/x", "exists": False}, "file", "0644", "abc")
+    assert not path_is(None, "file") and not path_is({}, "directory")
+    d = {"path": "/etc/ascendops", "exists": True, "isdir": True, "isreg": False, "uid": 0, "gid": 0, "mode": "0755"}
+    assert path_is(d, "directory", "0755") and not path_is(d, "file", "0755")
+    assert not path_is(dict(d, mode="0700"), "directory", "0755")
+    assert "path_is" in FilterModule().filters()
