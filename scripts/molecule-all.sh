@@ -14,10 +14,7 @@ if [ -z "${SIM_DRIVER_IMAGE:-}" ]; then
 fi
 if [ $# -gt 0 ]; then scenarios=("$@"); else
   # MOLECULE_SKIP: scenarios to leave out, separated by spaces.
-  # Left out of the default run (run them by name: scripts/molecule-all.sh upgrade scale):
-  # upgrade (issue 21, passed in 1355 s) and scale (issue 21, about 23 min) would take CI past its
-  # time budget until they are merged with another scenario.
-  skip=" ${MOLECULE_SKIP-} upgrade scale "
+  skip=" ${MOLECULE_SKIP-} "
   mapfile -t scenarios < <(for f in molecule/*/molecule.yml; do
     s=$(basename "$(dirname "$f")"); [[ "$skip" == *" $s "* ]] || echo "$s"; done)
 fi

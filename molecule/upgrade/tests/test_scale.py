@@ -1,7 +1,8 @@
-"""scale verifier: node3 added to the job of node1 and node2 (it resumed at 6 ranks from the 4-rank
-checkpoint through the trainer's universal checkpoint, with its optimizer state; every node's rank
-table had 3 servers), then node2 killed and removed (nothing ran on it; the job resumed on node1 and
-node3 at 4 ranks from a 6-rank checkpoint, 2 servers in their rank tables)."""
+"""upgrade scenario verifier, its side_effect (adding and removing nodes after the upgrade): node3 added
+to the job of node1 and node2 (it resumed at 6 ranks from the 4-rank checkpoint through the trainer's
+universal checkpoint, with its optimizer state; every node's rank table had 3 servers), then node2
+killed and removed (nothing ran on it; the job resumed on node1 and node3 at 4 ranks from a 6-rank
+checkpoint, 2 servers in their rank tables)."""
 
 import json
 import os
@@ -22,15 +23,15 @@ def saved(name):
 
 
 def log(name):
-    return (EPHEMERAL / f"scale-{name}.log").read_text()
+    return (EPHEMERAL / f"run-{name}.log").read_text()
 
 
 def dead_node(node):
-    return node.endswith("-scale-node2")
+    return node.endswith("-upgrade-node2")
 
 
 def main_node(node):
-    return node.endswith("-scale-node1")
+    return node.endswith("-upgrade-node1")
 
 
 @pytest.fixture()
