@@ -14,7 +14,10 @@ if [ -z "${SIM_DRIVER_IMAGE:-}" ]; then
 fi
 if [ $# -gt 0 ]; then scenarios=("$@"); else
   # MOLECULE_SKIP: scenarios to leave out, separated by spaces.
-  skip=" ${MOLECULE_SKIP-} "
+  # Left out of the default run (run it by name: scripts/molecule-all.sh upgrade): upgrade (issue 21:
+  # the upgrade, then adding and removing nodes; passed in 1810 s) would take CI (about 50 minutes
+  # without it, on 2 cores) to about 80, near its 90-minute limit.
+  skip=" ${MOLECULE_SKIP-} upgrade "
   mapfile -t scenarios < <(for f in molecule/*/molecule.yml; do
     s=$(basename "$(dirname "$f")"); [[ "$skip" == *" $s "* ]] || echo "$s"; done)
 fi
