@@ -47,6 +47,10 @@ down() {
     podman network exists "$net" && podman network rm -f "$net" >/dev/null
   done
   rm -f "$state/inventory.json"
+  # Ansible's fact cache (ansible.cfg: .cache/facts, 10 minutes) still holds the removed nodes' facts:
+  # a node brought up again under the same name has other interfaces (podman's ethN order varies), and
+  # the launch stage took gloo's interface from the stale facts (the 4-node pre-flight failed).
+  rm -f "$repo"/.cache/facts/node[0-9]*
   echo "simulated cluster removed"
 }
 
