@@ -50,7 +50,8 @@ down() {
   # Ansible's fact cache (ansible.cfg: .cache/facts, 10 minutes) still holds the removed nodes' facts:
   # a node brought up again under the same name has other interfaces (podman's ethN order varies), and
   # the launch stage took gloo's interface from the stale facts (the 4-node pre-flight failed).
-  rm -f "$repo"/.cache/facts/node[0-9]*
+  # (file names: the host name, after a prefix some ansible-core versions add, e.g. s1_node2)
+  [ -d "$repo/.cache/facts" ] && find "$repo/.cache/facts" -maxdepth 1 -type f -regex '.*[_/]node[0-9]+' -delete
   echo "simulated cluster removed"
 }
 
