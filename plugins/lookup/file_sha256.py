@@ -53,22 +53,15 @@ _list:
 
 from ansible.errors import AnsibleLookupError  # noqa: E402
 from ansible.plugins.lookup import LookupBase  # noqa: E402
-from ansible_collections.ascendops.cluster.plugins.module_utils.sha256_cache import (  # noqa: E402
-    Sha256Cache,
-    default_cache_file,
-)
+from ansible_collections.ascendops.cluster.plugins.module_utils.sha256_cache import lookup_setup  # noqa: E402
 
 
 class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
-        unknown = sorted(set(kwargs) - {"cache_file"})
-        if unknown:
-            raise AnsibleLookupError(f"file_sha256: unknown option {unknown[0]} (it takes cache_file)")
-        cache_file = kwargs.get("cache_file")
-        cache = Sha256Cache(default_cache_file() if cache_file is None else cache_file)
-        paths = []
-        for term in terms:
-            paths.extend(term if isinstance(term, (list, tuple)) else [term])
+        try:
+            cache, paths = lookup_setup("file_sha256", terms, kwargs)
+        except ValueError as exc:
+            raise AnsibleLookupError(str(exc)) from exc
         out = []
         try:
             for path in paths:

@@ -55,8 +55,7 @@ from ansible.errors import AnsibleLookupError  # noqa: E402
 from ansible.plugins.lookup import LookupBase  # noqa: E402
 from ansible.utils.display import Display  # noqa: E402
 from ansible_collections.ascendops.cluster.plugins.module_utils.sha256_cache import (  # noqa: E402
-    Sha256Cache,
-    default_cache_file,
+    lookup_setup,
 )
 
 display = Display()
@@ -92,14 +91,10 @@ def tree(top, cache):
 
 class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
-        unknown = sorted(set(kwargs) - {"cache_file"})
-        if unknown:
-            raise AnsibleLookupError(f"tree_sha256: unknown option {unknown[0]} (it takes cache_file)")
-        cache_file = kwargs.get("cache_file")
-        cache = Sha256Cache(default_cache_file() if cache_file is None else cache_file)
-        tops = []
-        for term in terms:
-            tops.extend(term if isinstance(term, (list, tuple)) else [term])
+        try:
+            cache, tops = lookup_setup("tree_sha256", terms, kwargs)
+        except ValueError as exc:
+            raise AnsibleLookupError(str(exc)) from exc
         out = []
         try:
             for top in tops:

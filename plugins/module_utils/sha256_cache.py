@@ -103,3 +103,16 @@ class Sha256Cache:
             self.dirty = False
         except OSError:
             pass
+
+
+def lookup_setup(name, terms, options):
+    """The cache and the flat list of terms of a lookup whose only option is ``cache_file`` (None: the
+    default file; empty: nothing kept). Raises ValueError naming an unknown option."""
+    unknown = sorted(set(options) - {"cache_file"})
+    if unknown:
+        raise ValueError(f"{name}: unknown option {unknown[0]} (it takes cache_file)")
+    cache_file = options.get("cache_file")
+    flat = []
+    for term in terms:
+        flat.extend(term if isinstance(term, (list, tuple)) else [term])
+    return Sha256Cache(default_cache_file() if cache_file is None else cache_file), flat
