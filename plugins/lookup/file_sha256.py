@@ -17,11 +17,8 @@ options:
   _terms:
     description: Paths on the controller (lists are flattened).
     required: true
-  cache_file:
-    description:
-      - The cache file; empty keeps nothing across runs.
-      - Default C($XDG_CACHE_HOME/ascendops/sha256.json) (C(~/.cache/ascendops/sha256.json)).
-    type: str
+extends_documentation_fragment:
+  - ascendops.cluster.sha256_cache
 """
 
 EXAMPLES = r"""

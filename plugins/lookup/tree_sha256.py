@@ -18,11 +18,8 @@ options:
   _terms:
     description: Directories on the controller (lists are flattened); the entries of all of them, in order.
     required: true
-  cache_file:
-    description:
-      - The cache file; empty keeps nothing across runs.
-      - Default C($XDG_CACHE_HOME/ascendops/sha256.json) (C(~/.cache/ascendops/sha256.json)).
-    type: str
+extends_documentation_fragment:
+  - ascendops.cluster.sha256_cache
 """
 
 EXAMPLES = r"""
