@@ -4,8 +4,8 @@
 #   localhost/ascendops-sim-node:driver = the node image ($SIM_IMAGE) after the collection's
 #   preflight and npu_driver stages at the current simulated versions (sim/image/layers/driver.yml).
 # The layer is made the way a user would: a node is started from $SIM_IMAGE, the playbook runs
-# against it through the podman connection, the fresh install is verified (what the former npu_driver
-# scenario proved: molecule/shared/test_driver_layer.py), the node is stopped and committed. Then the
+# against it over SSH (as molecule reaches its nodes), the fresh install is verified (what the
+# former npu_driver scenario proved: molecule/shared/test_driver_layer.py), the node is stopped and committed. Then the
 # image is checked: a node started from it boots with the driver running and npu-smi healthy, the
 # same playbook changes nothing (changed=0), and so does its --check --diff. Rebuilt only when its inputs changed (the base image, the
 # roles, playbooks and plugins, the simulated packages and versions, this script).
@@ -58,6 +58,17 @@ start_node() {  # as molecule's create (molecule/shared/create.yml) starts a nod
   echo "layers.sh: $name did not boot (systemd: ${state:-no answer})" >&2; exit 1
 }
 
+# Ansible reaches the node over SSH, as molecule does (.config/molecule/config.yml): pipelining and
+# ControlPersist make a task about 0.2 s instead of the podman connection's 0.9. ssh's ProxyCommand
+# runs the node's sshd in inetd mode through `podman exec`; the key is molecule's, authorized on the
+# node here and removed again before the node is committed.
+key=$repo/.cache/molecule/id_ed25519
+authorize() {
+  [ -f "$key" ] || { mkdir -p -m 700 "$(dirname "$key")"
+                     ssh-keygen -q -t ed25519 -N "" -C ascendops-molecule -f "$key"; }
+  podman exec -i "$name" sh -c 'umask 077; mkdir -p /root/.ssh; cat > /root/.ssh/authorized_keys' < "$key.pub"
+}
+
 converge() {  # the layer's playbook against the node ($1: log name, then extra arguments); prints the recap line
   cat > "$work/hosts.yml" <<INV
 all:
@@ -65,7 +76,12 @@ all:
     npu_nodes:
       hosts:
         $name:
-          ansible_connection: containers.podman.podman
+          ansible_connection: ssh
+          ansible_user: root
+          ansible_ssh_private_key_file: $key
+          ansible_ssh_common_args: >-
+            -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR
+            -o ProxyCommand="podman exec -i %h /usr/sbin/sshd -i"
           ansible_python_interpreter: /usr/bin/python3
           sim_repo: $repo
 INV
@@ -76,6 +92,7 @@ INV
 
 echo "layer $image: converging preflight + npu_driver on a node from $base"
 start_node "$base"
+authorize
 converge build
 # The fresh install is what a user checks after the driver stage (versions and install record, the
 # runtime user, device nodes, npu-smi, driver then firmware then one reboot, the OS prepared): the
@@ -85,13 +102,14 @@ MOLECULE_INVENTORY_FILE=$work/verify.yml MOLECULE_PROJECT_DIRECTORY=$repo \
   pytest -q -p no:cacheprovider --rootdir "$repo" "$repo/molecule/shared/test_driver_layer.py" ||
   { echo "layers.sh: the fresh driver install fails its checks (above)" >&2; exit 1; }
 # Host keys are made at first boot of each node, not shared by every node of the image.
-podman exec "$name" sh -c 'rm -f /etc/ssh/ssh_host_*'
+podman exec "$name" sh -c 'rm -f /etc/ssh/ssh_host_* /root/.ssh/authorized_keys'
 podman stop -t 30 "$name" >/dev/null
 podman commit -q --change 'CMD ["/sbin/init"]' --change 'STOPSIGNAL=SIGRTMIN+3' \
   --change "LABEL ascendops.sim.layer=$stamp" "$name" "$image.tmp" >/dev/null
 
 echo "layer $image: checking a node started from it"
 start_node "$image.tmp"
+authorize
 state=$(podman exec "$name" ascend-sim state)
 python3 - "$state" <<'PY'
 import json, sys
