@@ -26,4 +26,5 @@ def test_scale_resume_done_prints_only_what_was_found():
     plan = plan_scale(["n1", "n2"], remove=["n2"], dead=["n2"], devices_per_node=1)
     r = scale_resume(plan, {"n1": {"servers": ["n1"], "running": True}}, ["n1", "n2"], None, "1", "remove", "c")
     assert r["state"] == "done" and r["stop"] == []
-    assert r["lines"] == ["Found: already done: the job runs on n1 at world size 1 with their rank table; nothing to do"]
+    assert r["lines"] == ["Found: already done: the job runs on n1 at world size 1 with their rank table; "
+                          "nothing to do"]
