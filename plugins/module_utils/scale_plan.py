@@ -146,7 +146,7 @@ def resume_state(plan, found, before, addresses=None, devices_per_node=8, stop_b
     devices = rules.number(devices_per_node, integer=True) or 1
     job, before = list(plan.get("nodes") or ()), list(before or ())
     removed = set(plan.get("removed") or ())
-    looked = [n for n in job] + [n for n in before if n not in job and n not in removed]
+    looked = job + [n for n in before if n not in job and n not in removed]
     nodes = {}
     for node in looked:
         seen = (found or {}).get(node)

@@ -24,8 +24,8 @@ def seen(servers=(), running=False, stopped_by=None):
     return {"servers": list(servers), "running": running, "stopped_by": stopped_by}
 
 
-def state(found, plan=ADD, before=BEFORE):
-    return resume_state(plan, found, before, ADDR, devices_per_node=2, stop_by=BY)
+def state(found):
+    return resume_state(ADD, found, BEFORE, ADDR, devices_per_node=2, stop_by=BY)
 
 
 def test_first_run_job_running_at_the_old_size_everything_to_do():
