@@ -78,6 +78,14 @@ def scale_plan_text(plan, operation):
     return _d.scale_plan_text(plan, operation)
 
 
+def scale_resume(plan, found, before, addresses=None, devices_per_node=8, stop_by=None, command=""):
+    """Where an interrupted add/remove stands and what is left (``scale_plan.resume_state``), with its
+    printed lines (``lines``: ``Found: ...`` and the command that finishes it)."""
+    resume = _s.resume_state(plan, found, before, addresses, devices_per_node, stop_by)
+    resume["lines"] = _s.resume_text(resume, command)
+    return resume
+
+
 def day2_checkpoint_problem(plan, job=None, shared_storage_type="none", dead=()):
     """A message when node-local checkpoints cannot follow the plan (``day2_run.checkpoint_locality_problem``)."""
     return _d.checkpoint_locality_problem(plan, job, shared_storage_type, dead)
@@ -98,5 +106,6 @@ class FilterModule:
                 "day2_role_vars": day2_role_vars, "day2_node_health": day2_node_health,
                 "day2_nics_ready": day2_nics_ready,
                 "day2_node_list": day2_node_list, "scale_plan": scale_plan, "scale_plan_text": scale_plan_text,
+                "scale_resume": scale_resume,
                 "day2_resume_problem": day2_resume_problem,
                 "day2_checkpoint_problem": day2_checkpoint_problem}

@@ -102,4 +102,103 @@ def plan_scale(current, add=(), remove=(), spares=(), swap=False, dead=(), devic
             "steps": [] if refused else steps}
 
 
-__all__ = ["plan_scale"]
+# What a run of add_node.yml / remove_node.yml finds on the nodes before it changes anything, in the
+# order the operation goes through them; each state says what is still to be done.
+RESUME_STATES = ("first_run", "stopped", "rank_table_partial", "started_partial", "done")
+RESUME_TODO = {
+    "first_run": ["stop_job", "prepare", "check_reachability", "check_shared_storage", "collective",
+                  "rank_table", "start_job"],
+    # The job was stopped (with its checkpoint) by an earlier run that ended before any rank table.
+    "stopped": ["prepare", "check_reachability", "check_shared_storage", "collective", "rank_table",
+                "start_job"],
+    # The pre-flight (or the launch stage) wrote the new world's rank table on some nodes and stopped.
+    "rank_table_partial": ["prepare", "check_reachability", "check_shared_storage", "collective", "rank_table",
+                           "start_job"],
+    # The job was started at the new world size on some nodes only: stopped there first (their ranks
+    # wait for peers that never come), then all of them start together.
+    "started_partial": ["stop_job", "prepare", "check_reachability", "check_shared_storage", "collective",
+                        "rank_table", "start_job"],
+    "done": [],
+}
+
+
+def _names(servers, addresses):
+    """A rank table's server ids (addresses) as node names where ``addresses`` ``{node: address}`` knows them."""
+    by_address = {str(a): n for n, a in (addresses or {}).items()}
+    return [by_address.get(str(s), str(s)) for s in servers or ()]
+
+
+def resume_state(plan, found, before, addresses=None, devices_per_node=8, stop_by=None):
+    """Where an add/remove/swap stands on the nodes, before this run changes anything.
+
+    ``plan``: ``plan_scale``'s; ``before``: the job's nodes before the operation (the current ones);
+    ``found``: ``{node: {servers, running, stopped_by}}`` for every node that answered: ``servers`` the
+    server ids of the job's rank table there (empty: none), ``running`` whether the job's unit is active
+    (or activating), ``stopped_by`` who recorded the stop (the launch stage's intent record; None: no
+    record); ``addresses``: ``{node: address}`` (a rank table names servers by address); ``stop_by``:
+    what this operation writes in that record (a stop by ``stop.yml`` is the user's, not the operation's).
+
+    Returns ``{state, words, todo, stop, nodes}``: ``state`` one of ``RESUME_STATES``; ``words`` the state
+    in a sentence; ``todo`` the steps left (``RESUME_TODO``); ``stop`` the nodes the stop must target (the
+    old job's nodes that stay, and every node of the new job where a job is found); ``nodes`` per node
+    ``{rank_table: new|old|none|other, running, world_size, stopped}`` (``world_size``: the world of the
+    rank table it runs with, None when not running)."""
+    devices = rules.number(devices_per_node, integer=True) or 1
+    job, before = list(plan.get("nodes") or ()), list(before or ())
+    removed = set(plan.get("removed") or ())
+    looked = job + [n for n in before if n not in job and n not in removed]
+    nodes = {}
+    for node in looked:
+        seen = (found or {}).get(node)
+        if not isinstance(seen, dict):
+            continue
+        servers = _names(seen.get("servers"), addresses)
+        table = ("none" if not servers else "new" if sorted(servers) == sorted(job)
+                 else "old" if sorted(servers) == sorted(before) else "other")
+        running = bool(seen.get("running"))
+        nodes[node] = {"rank_table": table, "running": running,
+                       "world_size": len(servers) * devices if running and servers else None,
+                       "stopped": bool(seen.get("stopped_by")) and seen.get("stopped_by") == stop_by}
+    world = plan.get("world_size")
+    at_new = [n for n in job if n in nodes and nodes[n]["running"] and nodes[n]["rank_table"] == "new"
+              and nodes[n]["world_size"] == world]
+    with_new_table = [n for n in job if n in nodes and nodes[n]["rank_table"] == "new"]
+    kept = [n for n in before if n in job]
+    new = [n for n in job if n not in before]
+    if job and len(at_new) == len(job):
+        state = "done"
+        words = (f"already done: the job runs on {', '.join(job)} at world size {world} with their rank table; "
+                 "nothing to do")
+    elif at_new:
+        state = "started_partial"
+        rest = [n for n in job if n not in at_new]
+        words = (f"the job was started at world size {world} on {', '.join(at_new)} only (not on {', '.join(rest)}): "
+                 "stopped there, then started on every node together")
+    elif with_new_table:
+        state = "rank_table_partial"
+        rest = [n for n in job if n not in with_new_table]
+        words = (f"the new rank table ({len(job)} servers) is on {', '.join(with_new_table)}"
+                 + (f", not yet on {', '.join(rest)}" if rest else "") + "; the job was not started at world size "
+                 f"{world}: pre-flight, rank table and start")
+    elif kept and not any(nodes.get(n, {}).get("running") for n in kept) and any(
+            nodes.get(n, {}).get("stopped") for n in kept):
+        state = "stopped"
+        words = (f"the job was stopped on {', '.join(n for n in kept if nodes.get(n, {}).get('stopped'))} by an "
+                 "earlier run and not started again: the steps after the stop")
+    else:
+        state = "first_run"
+        words = "nothing done yet (a first run): every step"
+    stop = [] if state == "done" else kept + [n for n in new if nodes.get(n, {}).get("running")]
+    return {"state": state, "words": words, "todo": list(RESUME_TODO[state]), "stop": stop, "nodes": nodes}
+
+
+def resume_text(resume, command):
+    """The lines a plan prints about ``resume_state``: what was found, and the command that finishes it."""
+    lines = [f"Found: {resume['words']}"]
+    if resume["state"] != "done":
+        lines.append(f"Still to do: {', '.join(resume['todo'])}")
+        lines.append(f"Interrupted? Run the same command again to finish: {command}")
+    return lines
+
+
+__all__ = ["plan_scale", "RESUME_STATES", "RESUME_TODO", "resume_state", "resume_text"]
