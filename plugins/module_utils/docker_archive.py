@@ -77,6 +77,23 @@ def normalize_reference(ref):
     return name if not digest else f"{name}@{digest}"
 
 
+def choose_image(path, images, image=None):
+    """The image of ``images`` (read_archive's list for ``path``) that ``image`` names, or the only one
+    when ``image`` is empty. Raises DockerArchiveError saying what the archive holds instead."""
+    if image:
+        want = normalize_reference(image)
+        matches = [i for i in images if want in [normalize_reference(t) for t in i["repo_tags"]]]
+        if not matches:
+            held = ", ".join(sorted(t for i in images for t in i["repo_tags"])) or "untagged images only"
+            raise DockerArchiveError(
+                f"{path} does not hold the image {image} (it holds: {held}). Build the archive "
+                "with that tag, or set the image name to one it holds.")
+        return matches[0]
+    if len(images) != 1:
+        raise DockerArchiveError(f"{path} holds {len(images)} images; name the one wanted (image).")
+    return images[0]
+
+
 class DockerArchiveInfo:
     """The docker_archive_info module's work: read the archive, find the wanted image."""
 
@@ -90,19 +107,9 @@ class DockerArchiveInfo:
         except DockerArchiveError as exc:
             self.module.fail_json(msg=str(exc), path=p["path"])
         result = dict(changed=False, path=p["path"], images=images, id=None, repo_tags=[], labels={})
-        chosen = images[0] if len(images) == 1 and not p["image"] else None
-        if p["image"]:
-            want = normalize_reference(p["image"])
-            matches = [i for i in images if want in [normalize_reference(t) for t in i["repo_tags"]]]
-            if not matches:
-                held = ", ".join(sorted(t for i in images for t in i["repo_tags"])) or "untagged images only"
-                self.module.fail_json(
-                    msg=f"{p['path']} does not hold the image {p['image']} (it holds: {held}). Build the archive "
-                        "with that tag, or set the image name to one it holds.",
-                    **result)
-            chosen = matches[0]
-        elif chosen is None:
-            self.module.fail_json(msg=f"{p['path']} holds {len(images)} images; name the one wanted (image).",
-                                  **result)
+        try:
+            chosen = choose_image(p["path"], images, p["image"])
+        except DockerArchiveError as exc:
+            self.module.fail_json(msg=str(exc), **result)
         result.update(id=chosen["id"], repo_tags=chosen["repo_tags"], labels=chosen["labels"])
         self.module.exit_json(**result)

@@ -9,6 +9,7 @@ per path. Read-only.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import stat as st
@@ -25,11 +26,12 @@ def file_digest(path, algorithm):
     return h.hexdigest()
 
 
-def path_stat(path, follow=True, checksum=None, cache=None):
+def path_stat(path, follow=True, checksum=None, cache=None, content_max_size=0):
     """{path, exists, isdir, isreg, ischr, islnk, uid, gid, mode[, checksum]} of one path (mode as an
     octal string, as Ansible's stat gives it). ``follow``: a symbolic link is described by its target
     (a dangling link does not exist). ``checksum``: a hashlib algorithm, for regular files; ``cache``: a
-    Sha256Cache that answers sha256 for a file unchanged since it was hashed."""
+    Sha256Cache that answers sha256 for a file unchanged since it was hashed. ``content_max_size``: a
+    regular file of at most that many bytes also gets its ``content``, base64 (as slurp gives it)."""
     try:
         info = os.stat(path) if follow else os.lstat(path)
     except OSError:
@@ -45,6 +47,12 @@ def path_stat(path, follow=True, checksum=None, cache=None):
                 out["checksum"] = file_digest(path, checksum)
         except OSError:
             out["checksum"] = None
+    if content_max_size and out["isreg"] and info.st_size <= content_max_size:
+        try:
+            with open(path, "rb") as handle:
+                out["content"] = base64.b64encode(handle.read(content_max_size + 1)).decode("ascii")
+        except OSError:
+            out["content"] = None
     return out
 
 
@@ -61,7 +69,8 @@ class PathInfo:
             if p["checksum"] != "sha256":
                 self.module.fail_json(msg="checksum_cache keeps sha256 checksums: set checksum: sha256")
             cache = Sha256Cache(p["checksum_cache"], create_dir=False)
-        stats = [path_stat(path, p["follow"], p["checksum"], cache) for path in p["paths"]]
+        stats = [path_stat(path, p["follow"], p["checksum"], cache, p.get("content_max_size") or 0)
+                 for path in p["paths"]]
         if cache is not None and not self.module.check_mode:
             cache.save()
         self.module.exit_json(changed=False, stats=stats)

@@ -46,6 +46,12 @@ options:
         onto its path, changes the identity and it is hashed again.
       - Written only outside check mode, and only where its directory exists; needs O(checksum=sha256).
     type: path
+  content_max_size:
+    description:
+      - Also the content (base64, as C(ansible.builtin.slurp) gives it) of each regular file of at most
+        this many bytes (small records and lists read with the rest in the same call); 0 reads none.
+    type: int
+    default: 0
 """
 
 EXAMPLES = r"""
@@ -95,6 +101,9 @@ stats:
     checksum:
       description: The content's checksum (regular files, with O(checksum); null when unreadable).
       type: str
+    content:
+      description: The content, base64 (regular files within O(content_max_size); null when unreadable).
+      type: str
   sample: [{"path": "/dev/davinci0", "exists": true, "ischr": true, "isdir": false, "isreg": false,
             "islnk": false, "uid": 1000, "gid": 1000, "mode": "0660", "size": 0}]
 """
@@ -110,6 +119,7 @@ def main():
             follow=dict(type="bool", default=True),
             checksum=dict(type="str", choices=["sha1", "sha256", "sha512"]),
             checksum_cache=dict(type="path"),
+            content_max_size=dict(type="int", default=0),
         ),
         supports_check_mode=True,
     )

@@ -89,3 +89,18 @@ def test_checksum_cache_needs_sha256(run_module, tmp_path):
     result = run_module(path_info.main, {"paths": [str(tmp_path)], "checksum": "sha1",
                                          "checksum_cache": str(tmp_path / "c.json")})
     assert result["failed"] and "sha256" in result["msg"]
+
+
+def test_small_files_content_is_read_in_the_same_call(run_module, tmp_path):
+    """content_max_size: small records (a mount list, a fingerprint) come back base64, as slurp gives them;
+    a larger file, a directory and a missing path get none."""
+    import base64
+    small, big = tmp_path / "base.list", tmp_path / "big"
+    small.write_bytes(b"/usr/local/Ascend/driver\n")
+    big.write_bytes(b"x" * 100)
+    stats = run_module(path_info.main, {"paths": [str(small), str(big), str(tmp_path), str(tmp_path / "gone")],
+                                        "checksum": "sha1", "content_max_size": 64})["stats"]
+    assert base64.b64decode(stats[0]["content"]) == b"/usr/local/Ascend/driver\n"
+    assert stats[0]["checksum"] == hashlib.sha1(b"/usr/local/Ascend/driver\n").hexdigest()
+    assert "content" not in stats[1] and "content" not in stats[2] and "content" not in stats[3]
+    assert "content" not in run_module(path_info.main, {"paths": [str(small)]})["stats"][0]
