@@ -259,7 +259,8 @@ def test_stage_seconds_from_play_start_events(smap):
         return {"event": "playbook_on_play_start", "created": f"2026-12-01T10:00:{t:02d}.000000+00:00",
                 "event_data": {"play": name}}
 
-    events = [play(0, "Validate | Controller and inventory"), play(4, "Validate | Every role's checks, read-only on the nodes"),
+    events = [play(0, "Validate | Controller and inventory"),
+              play(4, "Validate | Every role's checks, read-only on the nodes"),
               play(6, ROCE), play(16, "Collective | All-reduce bandwidth and correctness across every node's devices"),
               play(20, LAUNCH),
               {"event": "playbook_on_stats", "created": "2026-12-01T10:00:30.000000+00:00",
