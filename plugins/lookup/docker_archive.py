@@ -88,6 +88,7 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.docker_archive i
 from ansible_collections.ascendops.cluster.plugins.module_utils.sha256_cache import (  # noqa: E402
     Sha256Cache,
     default_cache_file,
+    lookup_terms,
 )
 
 
@@ -135,12 +136,10 @@ def archive_info(path, image=None, cache_file=None):
 
 class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
-        unknown = sorted(set(kwargs) - {"image", "cache_file"})
-        if unknown:
-            raise AnsibleLookupError(f"docker_archive: unknown option {unknown[0]} (it takes image and cache_file)")
-        flat = []
-        for term in terms:
-            flat.extend(term if isinstance(term, (list, tuple)) else [term])
+        try:
+            flat = lookup_terms("docker_archive", terms, kwargs, known=("image", "cache_file"))
+        except ValueError as exc:
+            raise AnsibleLookupError(str(exc)) from None
         if len(flat) != 1:
             raise AnsibleLookupError(f"docker_archive: give one archive path, got {len(flat)}")
         cache_file = kwargs.get("cache_file")

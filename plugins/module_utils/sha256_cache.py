@@ -105,14 +105,21 @@ class Sha256Cache:
             pass
 
 
-def lookup_setup(name, terms, options):
-    """The cache and the flat list of terms of a lookup whose only option is ``cache_file`` (None: the
-    default file; empty: nothing kept). Raises ValueError naming an unknown option."""
-    unknown = sorted(set(options) - {"cache_file"})
+def lookup_terms(name, terms, options, known=("cache_file",)):
+    """The flat list of a lookup's terms (lists flattened), after checking its options are ``known``.
+    Raises ValueError naming an unknown option."""
+    unknown = sorted(set(options) - set(known))
     if unknown:
-        raise ValueError(f"{name}: unknown option {unknown[0]} (it takes cache_file)")
-    cache_file = options.get("cache_file")
+        raise ValueError(f"{name}: unknown option {unknown[0]} (it takes {' and '.join(known)})")
     flat = []
     for term in terms:
         flat.extend(term if isinstance(term, (list, tuple)) else [term])
+    return flat
+
+
+def lookup_setup(name, terms, options):
+    """The cache and the flat list of terms of a lookup whose only option is ``cache_file`` (None: the
+    default file; empty: nothing kept). Raises ValueError naming an unknown option."""
+    flat = lookup_terms(name, terms, options)
+    cache_file = options.get("cache_file")
     return Sha256Cache(default_cache_file() if cache_file is None else cache_file), flat
