@@ -31,6 +31,23 @@ def upgrade_plan_text(plan):
     return _u.render_text(plan).splitlines()
 
 
+def _restart_setting(value):
+    """A playbook's restart override (-e x=true comes as a string): None when not set."""
+    if isinstance(value, str):
+        return None if value.strip() == "" else value.strip().lower() in ("1", "true", "yes", "on")
+    return value
+
+
+def upgrade_job(nodes, expected=None, restart=None, start_command=None):
+    """How the upgrade finds the job and whether it starts it at the end (``upgrade_plan.job_before``)."""
+    return _u.job_before(nodes, expected, _restart_setting(restart), start_command)
+
+
+def upgrade_found_text(plan, job):
+    """The plan's ``Found: ...`` line (``upgrade_plan.found_text``)."""
+    return _u.found_text(plan, job)
+
+
 def upgrade_batch_verdict(plan, index, failed):
     """What to do after the gates of batch ``index`` (0-based) with ``failed`` ``{node: check}``."""
     return _u.batch_verdict(plan, int(index), failed or {})
@@ -73,15 +90,19 @@ def scale_plan(current, add=(), remove=(), spares=(), swap=False, dead=(), devic
                          micro_batch_size)
 
 
-def scale_plan_text(plan, operation):
-    """A scale plan as text lines (``day2_run.scale_plan_text``)."""
-    return _d.scale_plan_text(plan, operation)
+def scale_plan_text(plan, operation, job=None):
+    """A scale plan as text lines (``day2_run.scale_plan_text``); ``job``: ``scale_resume``'s ``job``."""
+    return _d.scale_plan_text(plan, operation, job)
 
 
-def scale_resume(plan, found, before, addresses=None, devices_per_node=8, stop_by=None, command=""):
+def scale_resume(plan, found, before, addresses=None, devices_per_node=8, stop_by=None, command="", restart=None,
+                 start_command=None):
     """Where an interrupted add/remove stands and what is left (``scale_plan.resume_state``), with its
-    printed lines (``lines``: ``Found: ...`` and the command that finishes it)."""
-    resume = _s.resume_state(plan, found, before, addresses, devices_per_node, stop_by)
+    printed lines (``lines``: ``Found: ...``, ``Job: ...`` and the command that finishes it). ``restart``:
+    the playbook's ``scale_restart_job`` (None or '' when not set); ``start_command``: how to start a job
+    the run leaves stopped."""
+    resume = _s.resume_state(plan, found, before, addresses, devices_per_node, stop_by, _restart_setting(restart),
+                             start_command)
     resume["lines"] = _s.resume_text(resume, command)
     return resume
 
@@ -103,6 +124,7 @@ class FilterModule:
         return {"upgrade_plan": upgrade_plan, "upgrade_plan_text": upgrade_plan_text,
                 "upgrade_batch_verdict": upgrade_batch_verdict, "upgrade_gate": upgrade_gate,
                 "upgrade_settings_release": upgrade_settings_release,
+                "upgrade_job": upgrade_job, "upgrade_found_text": upgrade_found_text,
                 "day2_role_vars": day2_role_vars, "day2_node_health": day2_node_health,
                 "day2_nics_ready": day2_nics_ready,
                 "day2_node_list": day2_node_list, "scale_plan": scale_plan, "scale_plan_text": scale_plan_text,

@@ -205,8 +205,10 @@ def checkpoint_locality_problem(plan, job=None, shared_storage_type="none", dead
             "--checkpoint-dir <that directory> --out <hf dir>) and start a new job from it (launch_job.hf_model_dir)")
 
 
-def scale_plan_text(plan, operation):
-    """A scale plan (``scale_plan.plan_scale``) as text lines: what changes, the new rank order, the steps."""
+def scale_plan_text(plan, operation, job=None):
+    """A scale plan (``scale_plan.plan_scale``) as text lines: what changes, the new rank order, the steps.
+    ``job``: ``scale_plan.job_restart``'s; when the run leaves the job stopped, the conversion and the start
+    are marked as waiting for the user's start."""
     lines = [f"{operation}: job of {len(plan['nodes'])} node(s), world size {plan['world_size_before']} -> "
              f"{plan['world_size']}"]
     if plan["refused"]:
@@ -225,7 +227,9 @@ def scale_plan_text(plan, operation):
     for i, step in enumerate(plan["steps"], 1):
         what = {k: v for k, v in step.items() if k != "step" and v not in ([], None)}
         detail = ", ".join(f"{k} {', '.join(v) if isinstance(v, list) else v}" for k, v in what.items())
-        lines.append(f"Step {i}: {step['step']}" + (f" ({detail})" if detail else ""))
+        later = (" - not in this run: when the job is started (it stays stopped)"
+                 if job and not job.get("start", True) and step["step"] in ("convert_checkpoint", "start_job") else "")
+        lines.append(f"Step {i}: {step['step']}" + (f" ({detail})" if detail else "") + later)
     return lines
 
 

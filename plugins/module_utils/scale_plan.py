@@ -122,13 +122,80 @@ RESUME_TODO = {
 }
 
 
+# How a run finds the job before it changes anything (job_found), and whether it starts the job at the
+# end (job_restart). Like the launch stage (job_state.restart_plan: a stop record on any node leaves the
+# job stopped), a stop the user recorded wins over a job still running on other nodes.
+JOB_STATES = ("running", "stopped_by_user", "stopped_by_run", "not_running")
+
+
+def job_found(found, nodes, own_by=None):
+    """The job's state on ``nodes`` (the job's nodes before this run; those not in ``found`` did not
+    answer), before this run changes anything.
+
+    ``found``: ``{node: {running, stopped_by}}`` (``resume_state``'s); ``own_by``: what this operation
+    writes in the stop record (``launch_stop_by``). A stop record naming anything else (``playbooks/stop.yml``,
+    another playbook) is the user's: the job was stopped before this run and is not this run's to start.
+
+    Returns ``{state, by, nodes, words}``: ``state`` one of ``JOB_STATES``; ``by`` who stopped it (the
+    records' ``by``, joined when they differ; None when not stopped); ``nodes`` the nodes in that state;
+    ``words`` the state in a phrase."""
+    found = found or {}
+    seen = [n for n in nodes or () if isinstance(found.get(n), dict)]
+    records = {n: found[n].get("stopped_by") for n in seen if found[n].get("stopped_by")}
+    user = [n for n in seen if n in records and records[n] != own_by]
+    own = [n for n in seen if n in records and records[n] == own_by]
+    running = [n for n in seen if found[n].get("running")]
+    if user:
+        by = ", ".join(sorted({str(records[n]) for n in user}))
+        return {"state": "stopped_by_user", "by": by, "nodes": user,
+                "words": f"stopped by {by} before this run (on {', '.join(user)})"}
+    if running:
+        return {"state": "running", "by": None, "nodes": running, "words": f"running on {', '.join(running)}"}
+    if own:
+        return {"state": "stopped_by_run", "by": own_by, "nodes": own,
+                "words": f"stopped by an earlier run of {own_by} (on {', '.join(own)})"}
+    return {"state": "not_running", "by": None, "nodes": [], "words": "not running (no stop record)"}
+
+
+def job_restart(job, restart=None, world_size=None, variable="scale_restart_job", start_command=None):
+    """Whether this run starts the job at the end, from ``job_found``'s ``job``: not when the user stopped
+    it before this run (it stays stopped; everything else is done), unless ``restart`` (the playbook's
+    ``variable``, None when not set) says otherwise either way.
+
+    Returns ``job`` with ``start`` (bool), ``line`` (the plan's ``Job: ...`` line) and ``message`` (what
+    the run says at the end when it leaves the job stopped, else None; ``start_command`` is how to start
+    it then)."""
+    job = dict(job or {"state": "not_running", "by": None, "nodes": [], "words": "not running (no stop record)"})
+    user = job.get("state") == "stopped_by_user"
+    start = (not user) if restart is None else bool(restart)
+    at = f" at world size {world_size}" if world_size is not None else ""
+    start_command = start_command or "ansible-playbook playbooks/launch.yml -e launch_start_stopped=true"
+    if start and user:
+        line = f"Job: {job['words']}: started{at} all the same ({variable}=true)"
+    elif start:
+        line = f"Job: {job['words']}: started{at} from its checkpoint, on every node together"
+    elif user:
+        line = (f"Job: stopped by {job['by']}, stays stopped (rank table and unit written{at}; "
+                f"-e {variable}=true starts it)")
+    else:
+        line = f"Job: {job['words']}: left stopped ({variable}=false)"
+    message = None
+    if not start:
+        head = (f"The job was stopped by {job['by']} before this run: left stopped{at}" if user
+                else f"{variable}=false: the job was left stopped{at}")
+        message = (f"{head}. Start it with {start_command}"
+                   + (f" (or run this playbook with -e {variable}=true)." if user else "."))
+    return dict(job, start=start, line=line, message=message)
+
+
 def _names(servers, addresses):
     """A rank table's server ids (addresses) as node names where ``addresses`` ``{node: address}`` knows them."""
     by_address = {str(a): n for n, a in (addresses or {}).items()}
     return [by_address.get(str(s), str(s)) for s in servers or ()]
 
 
-def resume_state(plan, found, before, addresses=None, devices_per_node=8, stop_by=None):
+def resume_state(plan, found, before, addresses=None, devices_per_node=8, stop_by=None, restart=None,
+                 start_command=None):
     """Where an add/remove/swap stands on the nodes, before this run changes anything.
 
     ``plan``: ``plan_scale``'s; ``before``: the job's nodes before the operation (the current ones);
@@ -136,13 +203,17 @@ def resume_state(plan, found, before, addresses=None, devices_per_node=8, stop_b
     server ids of the job's rank table there (empty: none), ``running`` whether the job's unit is active
     (or activating), ``stopped_by`` who recorded the stop (the launch stage's intent record; None: no
     record); ``addresses``: ``{node: address}`` (a rank table names servers by address); ``stop_by``:
-    what this operation writes in that record (a stop by ``stop.yml`` is the user's, not the operation's).
+    what this operation writes in that record (a stop by ``stop.yml`` is the user's, not the operation's);
+    ``restart``/``start_command``: ``job_restart``'s (the playbook's ``scale_restart_job``; how to start a job
+    left stopped).
 
-    Returns ``{state, words, todo, stop, nodes}``: ``state`` one of ``RESUME_STATES``; ``words`` the state
+    Returns ``{state, words, todo, stop, nodes, job}``: ``state`` one of ``RESUME_STATES``; ``words`` the state
     in a sentence; ``todo`` the steps left (``RESUME_TODO``); ``stop`` the nodes the stop must target (the
     old job's nodes that stay, and every node of the new job where a job is found); ``nodes`` per node
     ``{rank_table: new|old|none|other, running, world_size, stopped}`` (``world_size``: the world of the
-    rank table it runs with, None when not running)."""
+    rank table it runs with, None when not running); ``job``: ``job_restart``'s (how the job was found on
+    the old job's nodes, and whether this run starts it: not when the user had stopped it; then ``todo``
+    ends with ``leave_stopped`` instead of ``start_job``)."""
     devices = rules.number(devices_per_node, integer=True) or 1
     job, before = list(plan.get("nodes") or ()), list(before or ())
     removed = set(plan.get("removed") or ())
@@ -189,16 +260,27 @@ def resume_state(plan, found, before, addresses=None, devices_per_node=8, stop_b
         state = "first_run"
         words = "nothing done yet (a first run): every step"
     stop = [] if state == "done" else kept + [n for n in new if nodes.get(n, {}).get("running")]
-    return {"state": state, "words": words, "todo": list(RESUME_TODO[state]), "stop": stop, "nodes": nodes}
+    job_state = job_restart(job_found(found, kept, stop_by), restart, world, start_command=start_command)
+    todo = list(RESUME_TODO[state])
+    if not job_state["start"]:
+        todo = ["leave_stopped" if step == "start_job" else step for step in todo]
+        if state == "rank_table_partial":
+            words = words.replace(": pre-flight, rank table and start",
+                                  ": pre-flight and rank table (the job stays stopped)")
+    return {"state": state, "words": words, "todo": todo, "stop": stop, "nodes": nodes, "job": job_state}
 
 
 def resume_text(resume, command):
-    """The lines a plan prints about ``resume_state``: what was found, and the command that finishes it."""
+    """The lines a plan prints about ``resume_state``: what was found, the job (``Job: ...``: started at
+    the end, or left stopped), and the command that finishes it."""
     lines = [f"Found: {resume['words']}"]
+    if resume["state"] != "done" and resume.get("job"):
+        lines.append(resume["job"]["line"])
     if resume["state"] != "done":
         lines.append(f"Still to do: {', '.join(resume['todo'])}")
         lines.append(f"Interrupted? Run the same command again to finish: {command}")
     return lines
 
 
-__all__ = ["plan_scale", "RESUME_STATES", "RESUME_TODO", "resume_state", "resume_text"]
+__all__ = ["plan_scale", "RESUME_STATES", "RESUME_TODO", "JOB_STATES", "job_found", "job_restart", "resume_state",
+           "resume_text"]

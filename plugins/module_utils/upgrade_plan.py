@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The plan of a rolling upgrade from the versions a cluster runs to a release manifest.
 
-Pure data, no I/O: the playbook (not yet written) gathers the facts and carries the plan out.
+Pure data, no I/O: playbooks/upgrade.yml gathers the facts and carries the plan out.
 
 Inputs: the inventory's nodes in order; per node the installed versions as ``playbooks/versions.yml``
 and ``ascend_release.compare`` name them (``firmware``, ``driver``, ``cann_toolkit``, ``cann_kernels``,
@@ -37,6 +37,7 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_release i
     expected_versions,
 )
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version import versions_equal
+from ansible_collections.ascendops.cluster.plugins.module_utils.scale_plan import job_found, job_restart
 
 # (step, the components it installs), in the vendor's order for an upgrade.
 STEPS = (
@@ -276,5 +277,59 @@ def render_text(plan):
     return "\n".join(lines)
 
 
-__all__ = ["PlanError", "STEPS", "NOT_READ", "refusals", "node_steps", "rollback_steps", "plan_upgrade",
-           "batch_verdict", "gate", "render_text"]
+# What upgrade.yml writes in the job's stop record (launch_stop_by): a record naming anything else
+# (stop.yml) is the user's stop, and the job stays stopped after the upgrade.
+OWN_STOP = "playbooks/upgrade.yml"
+
+
+def job_before(nodes, expected=None, restart=None, start_command=None):
+    """How an upgrade run finds the job, and whether it starts it again at the end.
+
+    ``nodes``: ``{node: {running, stopped_by, record}}`` for every node that answered: ``running`` the job's
+    unit active, ``stopped_by`` the stop record's ``by`` (None: no record), ``record`` the node's
+    ``previous.json`` (``{target, job_user_stopped, ...}``, or empty). A record of this upgrade (its
+    ``target`` is ``expected``) says how the first run found the job (a re-run sees that run's own stop):
+    ``job_user_stopped`` true keeps the user's stop, false makes a stop record there the upgrade's own
+    (also a record an older upgrade.yml wrote naming stop.yml). ``restart``: ``upgrade_restart_job``
+    (None when not set).
+
+    Returns ``scale_plan.job_restart``'s dict (``state``: running, stopped_by_user, stopped_by_run or
+    not_running; ``start``; ``message`` when it stays stopped)."""
+    found = {}
+    for node, seen in (nodes or {}).items():
+        if not isinstance(seen, dict):
+            continue
+        by = seen.get("stopped_by") or None
+        record = seen.get("record") or {}
+        if expected is not None and record.get("target") == expected:
+            if record.get("job_user_stopped"):
+                by = by if by and by != OWN_STOP else "playbooks/stop.yml (recorded when this upgrade first started)"
+            elif by:
+                by = OWN_STOP
+        found[node] = {"running": bool(seen.get("running")), "stopped_by": by}
+    return job_restart(job_found(found, list(found), OWN_STOP), restart, variable="upgrade_restart_job",
+                       start_command=start_command)
+
+
+def found_text(plan, job):
+    """The plan's first line: what the run found. The nodes already at the release and those not yet (none
+    when the plan refuses: the refusals say why), and the job (``job_before``) with what the run does to it."""
+    parts = []
+    if not plan.get("refused"):
+        pending = [e["node"] for batch in plan.get("batches") or () for e in batch]
+        parts.append(f"at {plan['release']}: {', '.join(plan.get('up_to_date') or ()) or 'none'}")
+        parts.append(f"not yet: {', '.join(pending) or 'none'}")
+    words = job.get("words") or "not running (no stop record)"
+    if job.get("start"):
+        then = "started again at the end" if job.get("state") != "stopped_by_user" else \
+            "started at the end all the same (upgrade_restart_job=true)"
+    elif job.get("state") == "stopped_by_user":
+        then = "stays stopped at the end (-e upgrade_restart_job=true starts it)"
+    else:
+        then = "left stopped at the end (upgrade_restart_job=false)"
+    parts.append(f"the job: {words}: {then}")
+    return "Found: " + "; ".join(parts)
+
+
+__all__ = ["PlanError", "STEPS", "NOT_READ", "OWN_STOP", "refusals", "node_steps", "rollback_steps", "plan_upgrade",
+           "batch_verdict", "gate", "render_text", "job_before", "found_text"]

@@ -92,8 +92,18 @@ LAUNCH_COLLECTIVE = [
 ]
 LAUNCH_MAIN = [
     RANK_TABLE,
+    # As the real restart plan (job_state.restart_plan): a stop record on any node leaves the job stopped
+    # unless launch_start_stopped.
+    {"name": "Launch stand-in | Left stopped (a stop record somewhere, launch_start_stopped false)",
+     "ansible.builtin.set_fact": {"__stand_in_left_stopped": (
+         "{{ not (launch_start_stopped | default(false) | bool) and ansible_play_batch"
+         " | map('extract', hostvars, 'launch_job_dir') | map('regex_replace', '$', '/' ~ launch_job.name"
+         " ~ '.intent.json') | select('file') | list | length > 0 }}")}},
+    {"name": "Launch stand-in | Log that the job was left stopped", "when": "__stand_in_left_stopped | bool",
+     "vars": {"__event": "left stopped {{ launch_nodes | length * 8 }}"}, **EVENT},
     {"name": "Launch stand-in | Start on every node together (or only on scale_test_interrupt_start: interrupted)",
-     "when": "scale_test_interrupt_start is not defined or inventory_hostname in scale_test_interrupt_start",
+     "when": "not __stand_in_left_stopped | bool and (scale_test_interrupt_start is not defined"
+             " or inventory_hostname in scale_test_interrupt_start)",
      "block": [
          {"name": "Launch stand-in | Log the start", "vars": {"__event": "start {{ launch_nodes | length * 8 }}"},
           **EVENT},
@@ -245,6 +255,10 @@ def test_add_node_rerun_after_the_stop_only_resumes_after_the_stop(tmp_path):
     run = cluster.run("add_node.yml", nodes="a2-node03")
     assert run.rc == 0, run.out
     assert "Found: the job was stopped on a2-node01, a2-node02 by an earlier run and not started again" in run.text
+    # Its own stop is not the user's: the job starts again.
+    assert ("Job: stopped by an earlier run of playbooks/add_node.yml (on a2-node01, a2-node02): started at world "
+            "size 24 from its checkpoint, on every node together") in run.text
+    assert "Still to do: prepare" in run.text and "leave_stopped" not in run.text
     assert all(cluster.node(n)["running"] for n in ALL)
     assert cluster.node("a2-node03")["events"][-2:] == ["collective 24", "start 24"]
 
@@ -273,3 +287,75 @@ def test_remove_node_rerun_on_an_already_removed_node_changes_nothing(tmp_path):
     assert all(cluster.node(n)["events"] == [] for n in ALL)
     assert "TASK [Scale |" not in run.text and "TASK [ascendops.cluster.launch" not in run.text
     assert set(run.recap_changed().values()) == {0}, run.out
+
+
+def test_add_node_leaves_a_job_the_user_stopped_stopped_and_sets_it_up_at_the_new_world_size(tmp_path):
+    cluster = Cluster(tmp_path)
+    for node in OLD:
+        cluster.set(node, OLD, running=False, stopped_by="playbooks/stop.yml")
+    run = cluster.run("add_node.yml", nodes="a2-node03")
+    assert run.rc == 0, run.out
+    assert ("Job: stopped by playbooks/stop.yml, stays stopped (rank table and unit written at world size 24; "
+            "-e scale_restart_job=true starts it)") in run.text
+    assert "Still to do: stop_job, prepare, check_reachability, check_shared_storage, collective, rank_table, " \
+           "leave_stopped" in run.text
+    assert ("The job was stopped by playbooks/stop.yml before this run: left stopped at world size 24. Start it with "
+            "ansible-playbook playbooks/launch.yml -i") in run.text
+    assert "-e launch_start_stopped=true (or run this playbook with -e scale_restart_job=true)." in run.text
+    assert "The job (stopped) is set up on a2-node01, a2-node02, a2-node03 (world size 24)" in run.text
+    for node in ALL:
+        seen = cluster.node(node)
+        # The rank table at the new world size everywhere, the job not started, the user's stop record kept
+        # (and written on the new node, so that it does not start alone at its next boot).
+        assert seen["servers"] == list(ADDRESSES.values()) and not seen["running"], (node, seen)
+        assert seen["stopped_by"] == "playbooks/stop.yml", (node, seen)
+        assert not any(e.startswith("start") for e in seen["events"]), (node, seen["events"])
+    for node in OLD:
+        # The pre-flight runs as the launch stage runs it for a stopped job (the NPUs are free).
+        assert cluster.node(node)["events"] == ["stop", "shared storage", "collective 24", "left stopped 24"]
+    assert cluster.node("a2-node03")["events"] == ["prepare"] * 5 + ["shared storage", "collective 24",
+                                                                    "left stopped 24", "stop"]
+
+    # A re-run still leaves it stopped; scale_restart_job=true starts it on every node together.
+    cluster.clear_events()
+    run = cluster.run("add_node.yml", nodes="a2-node03")
+    assert run.rc == 0, run.out
+    assert "the job was not started at world size 24: pre-flight and rank table (the job stays stopped)" in run.text
+    assert not any(cluster.node(n)["running"] for n in ALL)
+    cluster.clear_events()
+    run = cluster.run("add_node.yml", nodes="a2-node03", scale_restart_job=True)
+    assert run.rc == 0, run.out
+    assert "started at world size 24 all the same (scale_restart_job=true)" in run.text
+    for node in ALL:
+        seen = cluster.node(node)
+        assert seen["running"] and seen["stopped_by"] is None and seen["events"][-1] == "start 24", (node, seen)
+
+
+def test_remove_node_leaves_a_job_the_user_stopped_stopped(tmp_path):
+    cluster = Cluster(tmp_path)
+    for node in ALL:
+        cluster.set(node, ALL, running=False, stopped_by="playbooks/stop.yml")
+    run = cluster.run("remove_node.yml", nodes="a2-node02", confirm="yes")
+    assert run.rc == 0, run.out
+    assert "Job: stopped by playbooks/stop.yml, stays stopped (rank table and unit written at world size 16" in run.text
+    assert "The job was stopped by playbooks/stop.yml before this run: left stopped at world size 16." in run.text
+    assert "-e launch_start_stopped=true once npu_nodes in the inventory is a2-node01, a2-node03" in run.text
+    for node in ("a2-node01", "a2-node03"):
+        seen = cluster.node(node)
+        assert seen["events"] == ["stop", "collective 16", "left stopped 16"], seen
+        assert seen["servers"] == ["192.0.2.11", "192.0.2.13"] and not seen["running"]
+        assert seen["stopped_by"] == "playbooks/stop.yml"
+    assert cluster.node("a2-node02")["events"] == []
+
+
+def test_a_stop_by_another_playbook_is_the_users_too(tmp_path):
+    cluster = Cluster(tmp_path)
+    # One node stopped by another playbook (not this operation), the other by an interrupted add_node.yml:
+    # as the launch stage, a stop record that is not this run's leaves the job stopped.
+    cluster.set("a2-node01", OLD, running=False, stopped_by="playbooks/upgrade.yml")
+    cluster.set("a2-node02", OLD, running=False, stopped_by="playbooks/add_node.yml")
+    run = cluster.run("add_node.yml", nodes="a2-node03")
+    assert run.rc == 0, run.out
+    assert "Job: stopped by playbooks/upgrade.yml, stays stopped" in run.text
+    assert not any(cluster.node(n)["running"] for n in ALL)
+    assert cluster.node("a2-node03")["stopped_by"] == "playbooks/upgrade.yml"

@@ -18,7 +18,8 @@ def probe(installed=None, health=None, **per_node):
     facts = {}
     for node in NODES:
         facts[node] = {"upgrade_installed": dict(OLD, **(installed or {})), "upgrade_health": dict(HEALTHY),
-                       "upgrade_record": {}, "upgrade_image_id": "sha256:0ld", "upgrade_job_user_stopped": False}
+                       "upgrade_record": {}, "upgrade_image_id": "sha256:0ld", "upgrade_job_user_stopped": False,
+                       "upgrade_job_running": True, "upgrade_job_stopped_by": None}
         facts[node].update(per_node.get(node.replace("-", "_"), {}))
     return facts
 
@@ -37,6 +38,10 @@ def test_check_prints_the_plan_in_the_vendor_order_and_changes_nothing(tmp_path)
     run = run_playbook(tmp_path, "upgrade.yml", probe(), {"target_release": "910b-cann8.2.rc1"}, check=True)
     assert run.rc == 0, run.out
     assert "Upgrade to release 910b-cann8.2.rc1 (upgrade_batch_size 1, max_fail_percentage 0)" in run.text
+    # The plan begins with what the run found (as add_node.yml's and remove_node.yml's).
+    found = ("Found: at 910b-cann8.2.rc1: none; not yet: a2-node01, a2-node02; the job: running on a2-node01, "
+             "a2-node02: started again at the end")
+    assert found in run.text and run.text.index(found) < run.text.index("Upgrade to release 910b-cann8.2.rc1")
     # One node per batch by default, in inventory order.
     assert run.text.index("Batch 1: a2-node01") < run.text.index("Batch 2: a2-node02")
     # The vendor's order on an installed host: firmware, then the driver with the one reboot, CANN, the image.
@@ -68,7 +73,22 @@ def test_batch_size_groups_the_nodes_and_resume_skips_the_upgraded_ones(tmp_path
     run = run_playbook(tmp_path, "upgrade.yml", facts, {"target_release": "910b-cann8.2.rc1"}, check=True)
     assert run.rc == 0, run.out
     assert "Already at 910b-cann8.2.rc1: a2-node01" in run.text
+    assert "Found: at 910b-cann8.2.rc1: a2-node01; not yet: a2-node02; the job: running" in run.text
     assert "Batch 1: a2-node02" in run.text and "Batch 2" not in run.text
+
+
+@pytest.mark.parametrize("stopped_by, words", [
+    ("playbooks/stop.yml", "the job: stopped by playbooks/stop.yml before this run (on a2-node01, a2-node02): stays "
+                           "stopped at the end (-e upgrade_restart_job=true starts it)"),
+    ("playbooks/upgrade.yml", "the job: stopped by an earlier run of playbooks/upgrade.yml (on a2-node01, a2-node02): "
+                              "started again at the end"),
+])
+def test_the_found_line_says_who_stopped_the_job(tmp_path, stopped_by, words):
+    facts = probe(**{n.replace("-", "_"): {"upgrade_job_running": False, "upgrade_job_stopped_by": stopped_by}
+                     for n in NODES})
+    run = run_playbook(tmp_path, "upgrade.yml", facts, {"target_release": "910b-cann8.2.rc1"}, check=True)
+    assert run.rc == 0, run.out
+    assert "Found: at 910b-cann8.2.rc1: none; not yet: a2-node01, a2-node02; " + words in run.text
 
 
 def test_an_unhealthy_node_refuses_the_upgrade_before_any_change(tmp_path):

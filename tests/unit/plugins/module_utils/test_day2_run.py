@@ -116,6 +116,18 @@ def test_scale_plan_text_lists_the_change_and_the_steps():
     assert refused[1].startswith("REFUSED:") and "no node would be left in the job" in refused[-1]
 
 
+def test_scale_plan_text_marks_the_conversion_and_the_start_of_a_job_left_stopped():
+    from ansible_collections.ascendops.cluster.plugins.module_utils.scale_plan import plan_scale
+
+    plan = plan_scale(["a", "b"], add=["c"], devices_per_node=8)
+    later = " - not in this run: when the job is started (it stays stopped)"
+    stays = d.scale_plan_text(plan, "Add c", {"start": False})
+    assert stays[-1] == "Step 7: start_job (nodes a, b, c, world_size 24, resume universal)" + later
+    assert stays[-2].startswith("Step 6: convert_checkpoint") and stays[-2].endswith(later)
+    assert sum(later in line for line in stays) == 2
+    assert not any(later in line for line in d.scale_plan_text(plan, "Add c", {"start": True}))
+
+
 def test_role_vars_drop_the_v_the_runtime_install_record_carries():
     """npu_info reads the runtime's install record (`version=v5.0.0`): the rollback to those versions must
     ask the container_runtime role for 5.0.0 (the package is Ascend-docker-runtime_5.0.0_...)."""

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import pytest
 from ansible_collections.ascendops.cluster.plugins.module_utils.scale_plan import (
+    JOB_STATES,
     RESUME_STATES,
     RESUME_TODO,
+    job_found,
+    job_restart,
     plan_scale,
     resume_state,
     resume_text,
@@ -41,6 +44,7 @@ def test_a_job_the_user_stopped_with_stop_yml_is_a_first_run_not_an_interruption
     r = state({"node1": seen(OLD, stopped_by="playbooks/stop.yml"), "node2": seen(OLD, stopped_by="playbooks/stop.yml"),
                "node3": seen()})
     assert r["state"] == "first_run"
+    assert r["job"]["state"] == "stopped_by_user" and r["job"]["start"] is False
 
 
 def test_stopped_by_an_earlier_run_and_not_restarted():
@@ -129,3 +133,89 @@ def test_every_state_has_its_todo_and_text(name):
     assert (len(lines) == 1) is (name == "done")
     if name != "done":
         assert lines[-1] == "Interrupted? Run the same command again to finish: ansible-playbook x.yml -e nodes=n"
+
+
+# The job as found before the run, and whether the run starts it (job_found, job_restart): a job the user
+# stopped (a stop record not written by this operation) stays stopped.
+USER = "playbooks/stop.yml"
+
+
+def test_a_job_the_user_stopped_stays_stopped_and_the_rest_is_done():
+    r = state({"node1": seen(OLD, stopped_by=USER), "node2": seen(OLD, stopped_by=USER), "node3": seen()})
+    job = r["job"]
+    assert job["state"] == "stopped_by_user" and job["by"] == USER and job["nodes"] == ["node1", "node2"]
+    assert job["start"] is False
+    assert job["line"] == ("Job: stopped by playbooks/stop.yml, stays stopped (rank table and unit written at world "
+                           "size 6; -e scale_restart_job=true starts it)")
+    assert job["message"] == ("The job was stopped by playbooks/stop.yml before this run: left stopped at world "
+                              "size 6. Start it with ansible-playbook playbooks/launch.yml -e "
+                              "launch_start_stopped=true (or run this playbook with -e scale_restart_job=true).")
+    # Every step but the start; the stop (a no-op on a stopped job) still targets the old nodes.
+    assert r["todo"] == [s if s != "start_job" else "leave_stopped" for s in RESUME_TODO["first_run"]]
+    assert r["stop"] == ["node1", "node2"]
+
+
+def test_the_stop_of_an_interrupted_run_of_the_same_operation_is_not_the_users():
+    r = state({"node1": seen(OLD, stopped_by=BY), "node2": seen(OLD, stopped_by=BY), "node3": seen()})
+    assert r["job"]["state"] == "stopped_by_run" and r["job"]["start"] is True and r["job"]["message"] is None
+    assert r["todo"][-1] == "start_job"
+    assert r["job"]["line"].startswith("Job: stopped by an earlier run of playbooks/add_node.yml (on node1, node2): "
+                                       "started at world size 6")
+
+
+def test_a_user_stop_on_one_node_wins_over_the_run_own_stop_and_a_running_rank():
+    # As the launch stage: a stop record on any node leaves the job stopped.
+    r = state({"node1": seen(OLD, stopped_by="playbooks/upgrade.yml"), "node2": seen(OLD, True), "node3": seen()})
+    assert r["job"]["state"] == "stopped_by_user" and r["job"]["by"] == "playbooks/upgrade.yml"
+    assert r["job"]["nodes"] == ["node1"] and not r["job"]["start"]
+
+
+def test_a_stop_record_on_a_new_node_alone_is_not_the_jobs():
+    # Only the old job's nodes say how the job was; node3 (new) is not yet part of it.
+    r = state({"node1": seen(OLD, True), "node2": seen(OLD, True), "node3": seen(stopped_by=USER)})
+    assert r["job"]["state"] == "running" and r["job"]["start"]
+
+
+def test_after_a_run_that_left_the_job_stopped_the_rerun_still_leaves_it_stopped():
+    r = state({n: seen(NEW, stopped_by=USER) for n in ADDR})
+    assert r["state"] == "rank_table_partial" and not r["job"]["start"]
+    assert "pre-flight and rank table (the job stays stopped)" in r["words"]
+    assert "leave_stopped" in r["todo"] and "start_job" not in r["todo"]
+
+
+@pytest.mark.parametrize("restart, start", [(None, False), (True, True), (False, False)])
+def test_scale_restart_job_overrides_for_a_user_stop(restart, start):
+    job = job_restart(job_found({"n1": seen(stopped_by=USER)}, ["n1"], BY), restart, 8)
+    assert job["start"] is start
+    if restart:
+        assert job["line"] == ("Job: stopped by playbooks/stop.yml before this run (on n1): started at world size 8 "
+                               "all the same (scale_restart_job=true)")
+        assert job["message"] is None
+
+
+def test_scale_restart_job_false_leaves_a_running_job_stopped():
+    job = job_restart(job_found({"n1": seen(running=True)}, ["n1"], BY), False, 8)
+    assert job["state"] == "running" and job["start"] is False
+    assert job["line"] == "Job: running on n1: left stopped (scale_restart_job=false)"
+    assert job["message"] == ("scale_restart_job=false: the job was left stopped at world size 8. Start it with "
+                              "ansible-playbook playbooks/launch.yml -e launch_start_stopped=true.")
+
+
+def test_job_found_states_and_nodes_that_did_not_answer():
+    assert job_found({}, ["n1"], BY) == {"state": "not_running", "by": None, "nodes": [],
+                                         "words": "not running (no stop record)"}
+    # Two users' records: both named.
+    two = job_found({"n1": seen(stopped_by=USER), "n2": seen(stopped_by="ops/maint.yml")}, ["n1", "n2"], BY)
+    assert two["by"] == "ops/maint.yml, playbooks/stop.yml"
+    assert {job_found({"n1": seen(**kw)}, ["n1"], BY)["state"] for kw in (
+        {"running": True}, {"stopped_by": USER}, {"stopped_by": BY}, {})} == set(JOB_STATES)
+    # A node not probed (dead, removed) says nothing.
+    assert job_found({"n1": seen(stopped_by=USER)}, ["n2"], BY)["state"] == "not_running"
+
+
+def test_the_plan_lines_say_what_happens_to_the_job():
+    r = state({"node1": seen(OLD, stopped_by=USER), "node2": seen(OLD, stopped_by=USER), "node3": seen()})
+    lines = resume_text(r, "c")
+    assert lines[0].startswith("Found: nothing done yet") and lines[1].startswith("Job: stopped by playbooks/stop.yml")
+    done = state({n: seen(NEW, True) for n in ADDR})
+    assert len(resume_text(done, "c")) == 1

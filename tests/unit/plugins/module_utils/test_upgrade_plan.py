@@ -361,3 +361,67 @@ def test_the_gate_of_the_playbooks_filter_is_this_one():
     gate = FilterModule().filters()["upgrade_gate"]
     g = gate(GOOD, dict(HOST_NEW), dict(HOST_NEW, mcu="24.2.1"), "node1")
     assert g["failed"] == "" and [r["component"] for r in g["not_read"]] == ["mcu"]
+
+
+# ------------------------------------------------------------------------------ the job, the Found line
+
+def job_seen(running=False, stopped_by=None, record=None):
+    return {"running": running, "stopped_by": stopped_by, "record": record or {}}
+
+
+def test_job_before_running_starts_again_at_the_end():
+    job = up.job_before({n: job_seen(True) for n in ("node1", "node2")}, NEW)
+    assert job["state"] == "running" and job["start"] is True and job["message"] is None
+
+
+def test_job_before_stopped_by_the_user_stays_stopped_unless_upgrade_restart_job():
+    nodes = {n: job_seen(stopped_by="playbooks/stop.yml") for n in ("node1", "node2")}
+    start = "ansible-playbook playbooks/launch.yml -i inv -e launch_start_stopped=true"
+    job = up.job_before(nodes, NEW, start_command=start)
+    assert job["state"] == "stopped_by_user" and job["start"] is False
+    assert job["message"] == ("The job was stopped by playbooks/stop.yml before this run: left stopped. Start it with "
+                              "ansible-playbook playbooks/launch.yml -i inv -e launch_start_stopped=true (or run this "
+                              "playbook with -e upgrade_restart_job=true).")
+    assert up.job_before(nodes, NEW, restart=True)["start"] is True
+    assert up.job_before({"node1": job_seen(True)}, NEW, restart=False)["start"] is False
+
+
+def test_job_before_own_stop_of_an_earlier_upgrade_run_starts_again():
+    job = up.job_before({"node1": job_seen(stopped_by=up.OWN_STOP), "node2": job_seen(stopped_by=up.OWN_STOP)}, NEW)
+    assert job["state"] == "stopped_by_run" and job["start"] is True
+    assert job["words"] == "stopped by an earlier run of playbooks/upgrade.yml (on node1, node2)"
+
+
+def test_job_before_the_record_of_this_upgrade_says_how_its_first_run_found_the_job():
+    # An older upgrade.yml named stop.yml in its own stop record: the record (job_user_stopped false) wins.
+    first_run_saw_it_running = {"target": NEW, "job_user_stopped": False}
+    job = up.job_before({"node1": job_seen(stopped_by="playbooks/stop.yml", record=first_run_saw_it_running)}, NEW)
+    assert job["state"] == "stopped_by_run" and job["start"] is True
+    # The first run found it stopped by the user: it stays stopped on a re-run, whatever the record now says.
+    first_run_saw_it_stopped = {"target": NEW, "job_user_stopped": True}
+    job = up.job_before({"node1": job_seen(stopped_by="playbooks/stop.yml", record=first_run_saw_it_stopped)}, NEW)
+    assert job["state"] == "stopped_by_user" and job["by"] == "playbooks/stop.yml" and not job["start"]
+    job = up.job_before({"node1": job_seen(record=first_run_saw_it_stopped)}, NEW)
+    assert job["state"] == "stopped_by_user" and "recorded when this upgrade first started" in job["by"]
+    # A record of another target says nothing about this run: the stop record alone.
+    job = up.job_before({"node1": job_seen(stopped_by="playbooks/stop.yml", record={"target": OLD,
+                                                                                   "job_user_stopped": False})}, NEW)
+    assert job["state"] == "stopped_by_user"
+
+
+def test_found_text_nodes_at_the_release_those_not_yet_and_the_job():
+    installed = old_cluster()
+    installed["node1"] = dict(NEW)
+    running = up.job_before({n: job_seen(True) for n in NODES}, NEW)
+    assert up.found_text(plan(installed), running) == (
+        "Found: at 910b-cann8.2.rc1: node1; not yet: node2, node3, node4; the job: running on node1, node2, node3, "
+        "node4: started again at the end")
+    stopped = up.job_before({"node1": job_seen(stopped_by="playbooks/stop.yml")}, NEW)
+    assert up.found_text(plan(), stopped).endswith(
+        "the job: stopped by playbooks/stop.yml before this run (on node1): stays stopped at the end "
+        "(-e upgrade_restart_job=true starts it)")
+    assert up.found_text(plan(), up.job_before({}, NEW)).startswith("Found: at 910b-cann8.2.rc1: none; not yet: node1")
+    # A refused plan: the refusals say the rest.
+    refused = plan(health=dict(healthy(), node2={"reachable": False, "npu_health_ok": True, "links_up": True}))
+    assert up.found_text(refused, running) == ("Found: the job: running on node1, node2, node3, node4: started again "
+                                               "at the end")
