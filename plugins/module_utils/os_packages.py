@@ -8,12 +8,39 @@ standard library and the module's run_command are used.
 * dpkg: ``dpkg-query -W -f='${db:Status-Abbrev}' NAME`` prints ``ii `` for an installed package
   (``rc``, ``un`` ... otherwise; exit 1 and nothing on stdout for a name dpkg does not know).
 * rpm: ``rpm -q NAME`` exits 0 when a package of that name (or name-version) is installed.
+* systemd units the packages bring (``services``): ``systemctl show --property=ActiveState
+  --property=UnitFileState UNIT`` prints ``ActiveState=active`` and ``UnitFileState=enabled`` (an
+  unknown unit: ``inactive`` and an empty state), so a role starts or enables a service only where
+  it is not both.
 """
 
 from __future__ import annotations
 
 DPKG_QUERY = "dpkg-query"
 RPM = "rpm"
+SYSTEMCTL = "systemctl"
+
+
+def parse_unit_show(text):
+    """``systemctl show --property=ActiveState --property=UnitFileState`` -> {"active", "enabled"}
+    (missing keys as empty strings)."""
+    values = {}
+    for line in (text or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip()
+    return {"active": values.get("ActiveState", ""), "enabled": values.get("UnitFileState", "")}
+
+
+def service_states(run, names):
+    """{unit: {"active": ..., "enabled": ...}} through ``run(argv) -> (rc, out, err)``."""
+    out = {}
+    for name in names:
+        rc, text, err = run([SYSTEMCTL, "show", "--property=ActiveState", "--property=UnitFileState", name])
+        if rc != 0:
+            raise RuntimeError(f"systemctl show {name} failed (rc={rc}): {(err or text).strip()}")
+        out[name] = parse_unit_show(text)
+    return out
 
 
 def dpkg_installed(status):
@@ -70,4 +97,12 @@ class OsPackagesInfoTask:
             return module.run_command([binary] + argv[1:], environ_update={"LC_ALL": "C"})
 
         result = OsPackages(run, manager).state(names)
+        if module.params.get("services"):
+            systemctl = module.get_bin_path(SYSTEMCTL, required=True)
+            try:
+                result["services"] = service_states(
+                    lambda argv: module.run_command([systemctl] + argv[1:], environ_update={"LC_ALL": "C"}),
+                    module.params["services"])
+            except RuntimeError as exc:
+                module.fail_json(msg=str(exc))
         module.exit_json(changed=False, manager=manager, **result)

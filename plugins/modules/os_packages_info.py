@@ -32,6 +32,13 @@ options:
     type: list
     elements: str
     required: true
+  services:
+    description:
+      - systemd units (the services the packages bring) whose state to report in the same read, from
+        C(systemctl show); a role starts or enables one only where it is not both running and enabled.
+    type: list
+    elements: str
+    default: []
 """
 
 EXAMPLES = r"""
@@ -64,6 +71,12 @@ missing:
   type: list
   elements: str
   sample: [dkms]
+services:
+  description:
+    - Each unit of I(services), its C(ActiveState) and C(UnitFileState) (empty for a unit systemd does not know).
+  returned: when services is given
+  type: dict
+  sample: {docker: {active: active, enabled: enabled}}
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
@@ -72,7 +85,8 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.os_packages impo
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(names=dict(type="list", elements="str", required=True)),
+        argument_spec=dict(names=dict(type="list", elements="str", required=True),
+                           services=dict(type="list", elements="str", default=[])),
         supports_check_mode=True,
     )
     OsPackagesInfoTask(module).run()

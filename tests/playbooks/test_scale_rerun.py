@@ -313,8 +313,8 @@ def test_add_node_leaves_a_job_the_user_stopped_stopped_and_sets_it_up_at_the_ne
     for node in OLD:
         # The pre-flight runs as the launch stage runs it for a stopped job (the NPUs are free).
         assert cluster.node(node)["events"] == ["stop", "shared storage", "collective 24", "left stopped 24"]
-    assert cluster.node("a2-node03")["events"] == ["prepare"] * 5 + ["shared storage", "collective 24",
-                                                                    "left stopped 24", "stop"]
+    assert cluster.node("a2-node03")["events"] == (["prepare"] * 5
+                                                   + ["shared storage", "collective 24", "left stopped 24", "stop"])
 
     # A re-run still leaves it stopped; scale_restart_job=true starts it on every node together.
     cluster.clear_events()

@@ -27,4 +27,4 @@ def test_the_roles_default_to_the_collection_wide_setting():
     assert launch_vars["__launch_node_devices"] == "{{ ascend_devices_per_node }}"
     # launch reads ascend_devices_per_node from the ascend role's defaults: its dependency.
     meta = yaml.safe_load((ROOT / "roles/launch/meta/main.yml").read_text())
-    assert {"role": "ascendops.cluster.ascend"} in meta["dependencies"]
+    assert "ascendops.cluster.ascend" in [d["role"] for d in meta["dependencies"]]

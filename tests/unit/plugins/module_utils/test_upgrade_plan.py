@@ -404,8 +404,8 @@ def test_job_before_the_record_of_this_upgrade_says_how_its_first_run_found_the_
     job = up.job_before({"node1": job_seen(record=first_run_saw_it_stopped)}, NEW)
     assert job["state"] == "stopped_by_user" and "recorded when this upgrade first started" in job["by"]
     # A record of another target says nothing about this run: the stop record alone.
-    job = up.job_before({"node1": job_seen(stopped_by="playbooks/stop.yml", record={"target": OLD,
-                                                                                   "job_user_stopped": False})}, NEW)
+    record = {"target": OLD, "job_user_stopped": False}
+    job = up.job_before({"node1": job_seen(stopped_by="playbooks/stop.yml", record=record)}, NEW)
     assert job["state"] == "stopped_by_user"
 
 

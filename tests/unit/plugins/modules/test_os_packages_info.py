@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.ascendops.cluster.plugins.module_utils.os_packages import OsPackages, dpkg_installed
+from ansible_collections.ascendops.cluster.plugins.module_utils.os_packages import (
+    OsPackages,
+    dpkg_installed,
+    parse_unit_show,
+    service_states,
+)
 from ansible_collections.ascendops.cluster.plugins.modules import os_packages_info
 from ansible_collections.ascendops.cluster.tests.unit.plugins.modules.ascend_module_harness import write_script
 
@@ -54,3 +59,50 @@ def test_rpm_installed_by_exit_code():
 def test_unknown_manager_refused():
     with pytest.raises(ValueError):
         OsPackages(lambda argv: (0, "", ""), "pacman")
+
+
+# systemctl show --property=ActiveState --property=UnitFileState UNIT, as systemd 249/252 print it
+FAKE_SYSTEMCTL = r'''#!/usr/bin/env python3
+import sys
+units = {"docker": ("active", "enabled"), "chrony": ("active", "disabled"), "containerd": ("failed", "enabled")}
+if sys.argv[1] != "show" or not sys.argv[2].startswith("--property="):
+    sys.stderr.write("unexpected call %s\n" % sys.argv); sys.exit(2)
+active, enabled = units.get(sys.argv[-1], ("inactive", ""))
+print("ActiveState=%s" % active)
+print("UnitFileState=%s" % enabled)
+'''
+
+
+@pytest.mark.parametrize("text,state", [
+    ("ActiveState=active\nUnitFileState=enabled\n", {"active": "active", "enabled": "enabled"}),
+    ("UnitFileState=disabled\nActiveState=inactive\n", {"active": "inactive", "enabled": "disabled"}),
+    ("ActiveState=inactive\nUnitFileState=\n", {"active": "inactive", "enabled": ""}),
+    ("", {"active": "", "enabled": ""}),
+])
+def test_parse_unit_show(text, state):
+    assert parse_unit_show(text) == state
+
+
+def test_service_states_fail_names_the_unit():
+    with pytest.raises(RuntimeError, match="systemctl show docker failed"):
+        service_states(lambda argv: (1, "", "Failed to connect to bus"), ["docker"])
+
+
+def test_module_reports_services_with_the_packages(run_module, tmp_path, monkeypatch):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    write_script(bindir / "dpkg-query", FAKE_DPKG_QUERY)
+    write_script(bindir / "systemctl", FAKE_SYSTEMCTL)
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    units = ["docker", "chrony", "containerd", "nosuch"]
+    result = run_module(os_packages_info.main, {"names": ["gcc"], "services": units}, check_mode=True)
+    assert not result.get("failed") and result["changed"] is False, result
+    assert result["services"] == {
+        "docker": {"active": "active", "enabled": "enabled"},
+        "chrony": {"active": "active", "enabled": "disabled"},
+        "containerd": {"active": "failed", "enabled": "enabled"},
+        "nosuch": {"active": "inactive", "enabled": ""},
+    }
+    # Without services the answer has no services key (the callers that do not ask are unchanged).
+    plain = run_module(os_packages_info.main, {"names": ["gcc"]}, check_mode=True)
+    assert "services" not in plain
