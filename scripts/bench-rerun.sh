@@ -34,7 +34,7 @@ ansible-playbook site.yml -i inventories/sim >"$out/converge.log" 2>&1 ||
   { tail -30 "$out/converge.log"; exit 1; }
 echo "bench-rerun: converged in $(( $(date +%s) - t0 )) s"
 # SIMULATION ONLY: the trainer's processes at nice 19 (a real NPU job does not load the host CPUs).
-ansible npu_nodes -i inventories/sim -o -m ansible.builtin.shell \
+ansible npu_nodes -i inventories/sim -m ansible.builtin.shell \
   -a 'pgrep -f ascendops_trainer | xargs -r renice -n 19 -p >/dev/null; echo reniced' >/dev/null
 python -m ascendops_cli.timing -i inventories/sim --rounds "$rounds" --json "$out/rerun-${nodes}nodes.json"
 python -m ascendops_cli.timing -i inventories/sim --rounds "$rounds" --check \
