@@ -165,7 +165,7 @@ def job_restart(job, restart=None, world_size=None, variable="scale_restart_job"
     Returns ``job`` with ``start`` (bool), ``line`` (the plan's ``Job: ...`` line) and ``message`` (what
     the run says at the end when it leaves the job stopped, else None; ``start_command`` is how to start
     it then)."""
-    job = dict(job or {"state": "not_running", "by": None, "nodes": [], "words": "not running (no stop record)"})
+    job = dict(job or job_found({}, ()))
     user = job.get("state") == "stopped_by_user"
     start = (not user) if restart is None else bool(restart)
     at = f" at world size {world_size}" if world_size is not None else ""
