@@ -41,7 +41,7 @@ python -m ascendops_cli.timing -i inventories/sim --rounds "$rounds" --check \
   --json "$out/rerun-check-${nodes}nodes.json"
 if [ "$profile" = 1 ]; then
   # One more no-op run with the task profiler: the slowest tasks, for the next tuning step.
-  ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks PROFILE_TASKS_TASK_OUTPUT_LIMIT=60 \
+  ANSIBLE_CALLBACKS_ENABLED=ascendops.cluster.preload,ansible.posix.profile_tasks PROFILE_TASKS_TASK_OUTPUT_LIMIT=60 \
     ansible-playbook site.yml -i inventories/sim >"$out/profile-${nodes}nodes.log" 2>&1 || true
   echo "bench-rerun: task profile of a no-op run in $out/profile-${nodes}nodes.log"
 fi

@@ -15,6 +15,7 @@ rule holds. Ranges of the vendor's records are read by ``cann_info`` (``parse_ra
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -203,9 +204,12 @@ def validate_table(data, source="<table>"):
 def _read_yaml(path):
     import yaml
 
+    # libyaml's parser where PyYAML has it (the wheels do): a release is read by every task that
+    # templates ascend_release, several times a run.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         with open(path, encoding="utf-8") as handle:
-            return yaml.safe_load(handle)
+            return yaml.load(handle, Loader=loader)  # noqa: S506 - a safe loader, C or Python
     except OSError as exc:
         raise ReleaseError(f"{path}: cannot be read ({exc.strerror})") from None
     except yaml.YAMLError as exc:
@@ -235,14 +239,32 @@ def list_releases(releases_dir):
     return sorted(n[:-4] for n in names if n.endswith(".yml") and not n.startswith("_"))
 
 
+# Validated releases of this process, by the files' identity: a file written since is read again.
+_RELEASES = {}
+
+
+def _identity(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def load_release(name_or_path, releases_dir):
     """The validated release (plus ``table``: the torch_npu table of ``releases_dir``)."""
     path = release_path(name_or_path, releases_dir)
-    release = validate_release(_read_yaml(path), path)
     table_path = os.path.join(os.path.dirname(path) or ".", COMPAT_FILE)
     if not os.path.isfile(table_path):
         table_path = os.path.join(releases_dir, COMPAT_FILE)
+    key = (_identity(path), _identity(table_path))
+    if None not in key and key in _RELEASES:
+        return copy.deepcopy(_RELEASES[key])
+    release = validate_release(_read_yaml(path), path)
     release["table"] = validate_table(_read_yaml(table_path), table_path)
+    if None not in key:
+        _RELEASES.clear()
+        _RELEASES[key] = copy.deepcopy(release)
     return release
 
 

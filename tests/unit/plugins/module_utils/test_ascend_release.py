@@ -173,6 +173,23 @@ def test_release_by_path_uses_the_table_beside_it_or_the_releases_dir(tmp_path):
     assert rel["file"] == path and rel["table"]["file"] == str(RELEASES / "_torch_npu.yml")
 
 
+def test_a_release_is_read_once_per_process_until_its_file_changes(tmp_path, monkeypatch):
+    path = write(tmp_path, raw())
+    reads = []
+    real = r._read_yaml
+    monkeypatch.setattr(r, "_read_yaml", lambda p: reads.append(p) or real(p))
+    first = r.load_release(path, str(RELEASES))
+    first["host"]["driver"] = "changed by a caller"
+    again = r.load_release(path, str(RELEASES))
+    assert reads == [path, str(RELEASES / "_torch_npu.yml")]  # the second call read nothing
+    assert again["host"]["driver"] == raw()["host"]["driver"]  # a caller's change is not kept
+    data = raw()
+    data["host"]["driver"] = "24.1.rc3"
+    Path(path).write_text(yaml.safe_dump(data) + "# rewritten\n")
+    assert r.load_release(path, str(RELEASES))["host"]["driver"] == "24.1.rc3"
+    assert reads.count(path) == 2
+
+
 def test_broken_yaml_names_the_file(tmp_path):
     bad = tmp_path / "bad.yml"
     bad.write_text("name: [unclosed\n")

@@ -1,0 +1,48 @@
+"""The preload callback (plugins/callback/preload.py): filter and test plugins imported in the main
+process, so the process forked for each task does not import them again."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[4]
+
+# A fresh interpreter: the collection loader set up as ansible-playbook sets it up, the callback
+# loaded by its name, then the modules the playbook's start left imported.
+SCRIPT = r"""
+import json, sys
+from ansible.plugins.loader import callback_loader, init_plugin_loader
+init_plugin_loader([sys.argv[1]])
+prefix = "ansible_collections.ascendops.cluster.plugins.filter."
+before = sorted(m for m in sys.modules if m.startswith(prefix))
+callback = callback_loader.get("ascendops.cluster.preload")
+callback.v2_playbook_on_start(None)
+after = sorted(m for m in sys.modules if m.startswith(prefix))
+core = [m.rsplit("_", 1)[0] for m in sys.modules if m.startswith(("ansible.plugins.filter.core_", "ansible.plugins.test.core_"))]
+print(json.dumps({"before": before, "after": after, "core": core, "type": callback.CALLBACK_TYPE}))
+"""
+
+
+def test_playbook_start_imports_every_filter_file_of_the_collection_and_the_builtin_ones():
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(REPO / ".collections")],
+                         capture_output=True, text=True, check=True, cwd=REPO)
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    files = sorted(p.stem for p in (REPO / "plugins" / "filter").glob("*.py") if p.stem != "__init__")
+    assert seen["before"] == []
+    assert [m.rsplit(".", 1)[1] for m in seen["after"]] == files
+    assert sorted(seen["core"]) == ["ansible.plugins.filter.core", "ansible.plugins.test.core"]
+    assert seen["type"] == "aggregate"  # it prints nothing: the stdout callback stays the user's
+
+
+def test_the_repository_and_molecule_enable_it():
+    cfg = configparser.ConfigParser()
+    cfg.read(REPO / "ansible.cfg")
+    assert "ascendops.cluster.preload" in cfg["defaults"]["callbacks_enabled"].split(",")
+    molecule = yaml.safe_load((REPO / ".config" / "molecule" / "config.yml").read_text())
+    assert molecule["provisioner"]["env"]["ANSIBLE_CALLBACKS_ENABLED"] == "ascendops.cluster.preload"
