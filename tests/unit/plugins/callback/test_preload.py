@@ -24,7 +24,8 @@ before = sorted(m for m in sys.modules if m.startswith(prefix))
 callback = callback_loader.get("ascendops.cluster.preload")
 callback.v2_playbook_on_start(None)
 after = sorted(m for m in sys.modules if m.startswith(prefix))
-core = [m.rsplit("_", 1)[0] for m in sys.modules if m.startswith(("ansible.plugins.filter.core_", "ansible.plugins.test.core_"))]
+builtin = ("ansible.plugins.filter.core_", "ansible.plugins.test.core_")
+core = [m.rsplit("_", 1)[0] for m in sys.modules if m.startswith(builtin)]
 print(json.dumps({"before": before, "after": after, "core": core, "type": callback.CALLBACK_TYPE}))
 """
 
