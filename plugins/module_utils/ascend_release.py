@@ -239,7 +239,8 @@ def list_releases(releases_dir):
     return sorted(n[:-4] for n in names if n.endswith(".yml") and not n.startswith("_"))
 
 
-# Validated releases of this process, by the files' identity: a file written since is read again.
+# Validated releases of this process, by path, with the files' identity: a file written since is read
+# again (a run loads a few releases at most: the one installed and an upgrade's target).
 _RELEASES = {}
 
 
@@ -257,14 +258,14 @@ def load_release(name_or_path, releases_dir):
     table_path = os.path.join(os.path.dirname(path) or ".", COMPAT_FILE)
     if not os.path.isfile(table_path):
         table_path = os.path.join(releases_dir, COMPAT_FILE)
-    key = (_identity(path), _identity(table_path))
-    if None not in key and key in _RELEASES:
-        return copy.deepcopy(_RELEASES[key])
+    identity = (_identity(path), _identity(table_path))
+    kept = _RELEASES.get((path, table_path))
+    if None not in identity and kept is not None and kept[0] == identity:
+        return copy.deepcopy(kept[1])
     release = validate_release(_read_yaml(path), path)
     release["table"] = validate_table(_read_yaml(table_path), table_path)
-    if None not in key:
-        _RELEASES.clear()
-        _RELEASES[key] = copy.deepcopy(release)
+    if None not in identity:
+        _RELEASES[(path, table_path)] = (identity, copy.deepcopy(release))
     return release
 
 

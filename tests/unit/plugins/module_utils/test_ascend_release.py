@@ -188,6 +188,10 @@ def test_a_release_is_read_once_per_process_until_its_file_changes(tmp_path, mon
     Path(path).write_text(yaml.safe_dump(data) + "# rewritten\n")
     assert r.load_release(path, str(RELEASES))["host"]["driver"] == "24.1.rc3"
     assert reads.count(path) == 2
+    other = write(tmp_path, raw("910b-cann8.0.0"))  # two releases in turn (installed, upgrade target)
+    r.load_release(other, str(RELEASES))
+    r.load_release(path, str(RELEASES))
+    assert reads.count(path) == 2 and reads.count(other) == 1
 
 
 def test_broken_yaml_names_the_file(tmp_path):
