@@ -32,6 +32,7 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.cann_info import
     parse_range,
     parse_required,
 )
+from ansible_collections.ascendops.cluster.plugins.module_utils.sha256_cache import file_identity
 
 COMPAT_FILE = "_torch_npu.yml"
 SERVER_MODELS = ("910b", "a3", "310p")
@@ -239,17 +240,17 @@ def list_releases(releases_dir):
     return sorted(n[:-4] for n in names if n.endswith(".yml") and not n.startswith("_"))
 
 
-# Validated releases of this process, by path, with the files' identity: a file written since is read
-# again (a run loads a few releases at most: the one installed and an upgrade's target).
+# Validated releases of this process, by path, with the files' identity (sha256_cache.file_identity):
+# a file written since is read again (a run loads a few releases at most: the one installed and an upgrade's target).
 _RELEASES = {}
 
 
 def _identity(path):
+    """sha256_cache's rule for an unchanged file (device, inode, size, mtime and ctime); None if absent."""
     try:
-        st = os.stat(path)
+        return tuple(file_identity(os.stat(path)))
     except OSError:
         return None
-    return (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def load_release(name_or_path, releases_dir):
