@@ -6,34 +6,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.ascendops.cluster.plugins.module_utils.package_manifest import sha256sums
 from ansible_collections.ascendops.cluster.plugins.module_utils.run_package import package_filename
-
-_LINE = re.compile(r"^(?P<digest>[0-9a-fA-F]{64}) [ *](?P<name>\S.*)$")
-
-
-def sha256sums(text):
-    """Parse `sha256sum` output (`<hex>  <file>` or `<hex> *<file>` lines) into {file: digest}.
-
-    Blank lines and `#` comments are skipped; a malformed line or a file listed twice with two
-    different digests raises, so a damaged manifest is never half-trusted.
-    """
-    if text is None:
-        raise ValueError("sha256sums: manifest is empty")
-    result = {}
-    for number, raw in enumerate(str(text).splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        match = _LINE.match(line)
-        if not match:
-            raise ValueError(f"sha256sums: line {number} is not '<sha256>  <file>': {raw!r}")
-        name = match.group("name").split("/")[-1]
-        digest = match.group("digest").lower()
-        if result.get(name, digest) != digest:
-            raise ValueError(f"sha256sums: {name} is listed twice with different digests")
-        result[name] = digest
-    return result
-
 
 _LEADING_NUMBERS = re.compile(r"^v?(\d+)(?:\.(\d+))?", re.IGNORECASE)
 _RC = re.compile(r"(?:^|[._-])rc\d", re.IGNORECASE)

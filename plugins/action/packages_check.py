@@ -1,0 +1,124 @@
+# Copyright: (c) 2026, ascendops engineering
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action of ascendops.cluster.packages_check (documented in plugins/modules/packages_check.py): the package
+source settings, the manifest and every package's sha256, checked in one task on the controller."""
+
+from __future__ import annotations
+
+import os
+
+from ansible.plugins.action import ActionBase
+from ansible_collections.ascendops.cluster.plugins.filter.settings import setting_names
+from ansible_collections.ascendops.cluster.plugins.module_utils import package_manifest as pm
+from ansible_collections.ascendops.cluster.plugins.module_utils.sha256_cache import Sha256Cache, default_cache_file
+
+# Each setting: the role's variable (after its prefix) and the collection-wide one it defaults to.
+_SETTINGS = {"package_source": ("package_source", "ascend_package_source"),
+             "package_dir": ("package_dir", "ascend_package_dir"),
+             "mirror_url": ("mirror_url", "ascend_mirror_url"),
+             "package_manifest": ("manifest_name", "ascend_package_manifest")}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(("packages", "package_settings", "source", "package_dir", "mirror_url", "manifest",
+                             "var_prefix", "defaults", "architecture", "read", "cache_file"))
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        args = self._task.args
+        host = task_vars.get("inventory_hostname", "localhost")
+        source = str(args.get("source") or "")
+        package_dir = str(args.get("package_dir") or "")
+        mirror_url = str(args.get("mirror_url") or "").rstrip("/")
+        manifest = str(args.get("manifest") or "")
+        own = {"package_source": source, "package_dir": package_dir, "mirror_url": mirror_url,
+               "package_manifest": manifest}
+        result.update(changed=False, sums={})
+
+        def names(show_default=True):
+            # Only on a refusal: naming the settings as the user wrote them reads the host's variables.
+            prefix = str(args.get("var_prefix") or "ascend")
+            defaults = dict(args.get("defaults") or {})
+            settings = {key: [f"{prefix}_{role}", wide] for key, (role, wide) in _SETTINGS.items()}
+            # [the caller's value, the collection-wide one]: a caller's value that differs was set somewhere.
+            values = {key: [own[key], str(defaults.get(key, own[key]) or "")] for key in _SETTINGS}
+            values["mirror_url"][1] = values["mirror_url"][1].rstrip("/")
+            host_vars = (task_vars.get("hostvars") or {}).get(host, {})
+            return setting_names(settings, host_vars, values, show_default)
+
+        if not pm.settings_ok(source, mirror_url, manifest):
+            return self._fail(result, pm.settings_problem(host, source, mirror_url, names(), names(False)))
+        if not self._bool(args.get("read", True)):
+            return result
+        packages = args.get("packages")
+        if not isinstance(packages, list):
+            return self._fail(result, f"{host}: packages_validate.yml needs __common_packages, a list of package "
+                                      "file names.")
+        packages = [str(p) for p in packages]
+        where = {"manifest": manifest, "location": mirror_url if source == "mirror" else package_dir,
+                 "dir_name": ""}
+        if source == "mirror":
+            url = f"{mirror_url}/{manifest}"
+            read = self._execute_module(module_name="ansible.builtin.uri", task_vars=task_vars,
+                                        module_args={"url": url, "return_content": True})
+            if read.get("failed"):
+                return self._fail(result, f"{host}: cannot read the package manifest {url} ({names()['mirror_url']}): "
+                                  f"{read.get('msg', 'failed')}")
+            text, reads = read.get("content", ""), None
+        else:
+            path = os.path.join(package_dir, manifest)
+            if not (os.path.isdir(package_dir) and os.path.isfile(path)):
+                problem = pm.missing_manifest_problem(host, package_dir, manifest, os.path.isdir(package_dir),
+                                                      names(), names(False))
+                return self._fail(result, problem)
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+            try:
+                reads = self._hash(packages, package_dir, args.get("cache_file"))
+            except OSError as exc:
+                return self._fail(result, f"{host}: cannot read {exc.filename} ({names()['package_dir']}): "
+                                          f"{exc.strerror}")
+        try:
+            sums = pm.sha256sums(text)
+        except ValueError as exc:
+            return self._fail(result, f"{host}: {manifest} of {where['location']} cannot be read: {exc}")
+        problems = pm.package_problems(host, packages, args.get("package_settings") or {}, sums, reads, where,
+                                       args.get("architecture") or "unknown")
+        if problems:
+            # A refusal names the directory setting as the user wrote it: read the names now.
+            where["dir_name"] = names()["package_dir"]
+            problems = pm.package_problems(host, packages, args.get("package_settings") or {}, sums, reads, where,
+                                           args.get("architecture") or "unknown")
+        if problems:
+            return self._fail(result, " | ".join(problems))
+        result["sums"] = {name: sums[name] for name in packages if name in sums}
+        return result
+
+    @staticmethod
+    def _bool(value):
+        return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+    @staticmethod
+    def _fail(result, msg):
+        result.update(failed=True, msg=msg)
+        return result
+
+    @staticmethod
+    def _hash(packages, package_dir, cache_file):
+        """exists and sha256 of each package (kept in the controller's sha256 cache while unchanged); where a
+        dangling symbolic link points."""
+        cache = Sha256Cache(default_cache_file() if cache_file is None else cache_file)
+        reads = []
+        try:
+            for name in packages:
+                path = os.path.join(package_dir, name)
+                read = dict(cache.digest(path))
+                read["path"] = path
+                read["link_target"] = os.path.realpath(path) if not read["exists"] and os.path.islink(path) else ""
+                reads.append(read)
+        finally:
+            cache.save()
+        return reads
