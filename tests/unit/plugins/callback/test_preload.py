@@ -47,3 +47,52 @@ def test_the_repository_and_molecule_enable_it():
     assert "ascendops.cluster.preload" in cfg["defaults"]["callbacks_enabled"].split(",")
     molecule = yaml.safe_load((REPO / ".config" / "molecule" / "config.yml").read_text())
     assert molecule["provisioner"]["env"]["ANSIBLE_CALLBACKS_ENABLED"] == "ascendops.cluster.preload"
+
+
+PLAYBOOK = r"""
+- hosts: localhost
+  gather_facts: false
+  vars:
+    items: [b, a, c]
+    derived: "{{ items | sort | join('-') }}"
+    backslash: "{{ 'a_b' | regex_replace('^(.*)_(.*)$', '\\2\\1') }}"
+  tasks:
+    - name: Templates, filters, tests, loops and lookups
+      ansible.builtin.debug:
+        msg: >-
+          {% for x in items | sort %}{{ x | upper }}{% if not loop.last %},{% endif %}{% endfor %}
+          {{ derived }} {{ backslash }} {{ 3 is number }} {{ lookup('ansible.builtin.env', 'HOME') | length > 0 }}
+          {{ 'x' if items | ascendops.cluster.setting_name({}) == 'c' else 'y' }} {{ undefined_var | default('dflt') }}
+    - name: Conditionals
+      ansible.builtin.debug:
+        msg: "{{ item }}"
+      loop: [1, 2, 3]
+      when: item is odd and derived == 'a-b-c'
+    - name: A runtime error is reported as without the cache
+      ansible.builtin.debug:
+        msg: "{{ items | nosuchfilter }}"
+      ignore_errors: true
+"""
+
+
+def _run_playbook(tmp_path, cache):
+    book = tmp_path / "book.yml"
+    book.write_text(PLAYBOOK)
+    env = {**__import__("os").environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ASCENDOPS_JINJA_CACHE": cache,
+           "ANSIBLE_CALLBACKS_ENABLED": "ascendops.cluster.preload", "ANSIBLE_NOCOLOR": "1"}
+    out = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", str(book)],
+                         capture_output=True, text=True, cwd=REPO, env=env)
+    return out.returncode, out.stdout, out.stderr
+
+
+def test_the_jinja_code_cache_changes_no_result_and_is_used(tmp_path):
+    cache = tmp_path / "jinja"
+    off = _run_playbook(tmp_path, "0")
+    cold = _run_playbook(tmp_path, str(cache))
+    kept = sorted(p.name for p in cache.rglob("*") if p.is_file())
+    warm = _run_playbook(tmp_path, str(cache))
+    assert off[0] == 0 and "A,B,C a-b-c ba True True y dflt" in off[1]
+    assert "No filter named 'nosuchfilter'" in off[1] + off[2]
+    assert off == cold == warm
+    assert len(kept) >= 5  # the templates and conditionals of the play
+    assert sorted(p.name for p in cache.rglob("*") if p.is_file()) == kept  # the warm run compiled nothing new
