@@ -10,6 +10,11 @@ options:
     description: Path of hccn_tool.
     type: path
     default: /usr/local/Ascend/driver/tools/hccn_tool
+  missing_msg:
+    description:
+      - The failure message when O(hccn_tool) is missing or not executable (nothing is read or changed then),
+        for a role's own refusal naming the host and its setting. Unset names the path and asks for the NPU driver.
+    type: str
   retries:
     description: How often a call answered with C(hccn_tool is busy) is retried.
     type: int

@@ -506,9 +506,11 @@ def _tool(module):
 
 
 def _require_tool(module):
+    """Fail when hccn_tool is not there (or not executable), with the task's own message
+    (``missing_msg``, e.g. the role's refusal naming the host and the setting) where it gives one."""
     path = module.params["hccn_tool"]
     if not os.access(path, os.X_OK):
-        module.fail_json(msg=f"hccn_tool not found at {path}: {DRIVER_HINT}")
+        module.fail_json(msg=module.params.get("missing_msg") or f"hccn_tool not found at {path}: {DRIVER_HINT}")
 
 
 def _phy_id(phy_ids, device):

@@ -241,6 +241,7 @@ def main():
             rdma_priority=dict(type="int"),
             mtu=dict(type="int"),
             hccn_tool=dict(type="path", default=DEFAULT_HCCN_TOOL),
+            missing_msg=dict(type="str"),
             retries=dict(type="int", default=10),
             delay=dict(type="float", default=1.0),
         ),

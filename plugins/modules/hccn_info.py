@@ -114,6 +114,7 @@ def main():
             ping_count=dict(type="int"),
             status=dict(type="bool", default=True),
             hccn_tool=dict(type="path", default=DEFAULT_HCCN_TOOL),
+            missing_msg=dict(type="str"),
             retries=dict(type="int", default=10),
             delay=dict(type="float", default=1.0),
         ),

@@ -122,6 +122,19 @@ def test_hccn_missing_tool_names_the_driver(run_module, tmp_path):
     assert result["failed"] and "NPU driver" in result["msg"]
 
 
+@pytest.mark.parametrize("main", [hccn.main, hccn_info.main])
+def test_missing_tool_fails_with_the_tasks_message_before_any_call(run_module, tmp_path, main):
+    """The roce role's refusal (missing_msg) replaces its own stat of hccn_tool: same message, nothing run."""
+    fake = Fake(tmp_path)
+    os.chmod(fake.path, 0o644)
+    args = dict(ARGS) if main is hccn.main else {"devices": [0]}
+    args.update(hccn_tool=fake.path,
+                missing_msg="node1: /x/hccn_tool (roce_hccn_tool) is missing: run the npu_driver stage")
+    result = run_module(main, args)
+    assert result["failed"] and result["msg"] == args["missing_msg"]
+    assert fake.calls() == []
+
+
 def test_hccn_info_reports_every_device_and_pings(run_module, tmp_path):
     fake = Fake(tmp_path, reachable=["192.168.121.103"])
     state = fake.state()
