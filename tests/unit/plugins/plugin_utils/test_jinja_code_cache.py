@@ -78,7 +78,7 @@ def test_a_filter_whose_calling_convention_changed_is_compiled_again(env_class):
 
 def test_a_damaged_entry_is_a_miss_and_is_rewritten(env_class, tmp_path):
     make(env_class).from_string("{{ 1 + 1 }}").render()
-    files = [os.path.join(d, f) for d, _, fs in os.walk(tmp_path / "cache") for f in fs]
+    files = [os.path.join(top, name) for top, dirs, names in os.walk(tmp_path / "cache") for name in names]
     assert len(files) == 1
     with open(files[0], "wb") as handle:
         handle.write(b"\x00garbage")
@@ -88,10 +88,10 @@ def test_a_damaged_entry_is_a_miss_and_is_rewritten(env_class, tmp_path):
 
 
 def test_syntax_errors_are_raised_as_before_and_not_kept(env_class, tmp_path):
-    for _ in range(2):
+    for attempt in range(2):
         with pytest.raises(jinja2.TemplateSyntaxError, match="unexpected"):
-            make(env_class).from_string("{{ 1 + }}")
-    assert not any(files for _, _, files in os.walk(tmp_path / "cache"))
+            make(env_class).from_string("{{ 1 + }}" + " " * attempt)
+    assert not any(names for top, dirs, names in os.walk(tmp_path / "cache"))
 
 
 def test_named_templates_go_the_normal_way(env_class):
