@@ -5,10 +5,24 @@ from types import SimpleNamespace
 from unittest import mock
 
 import pytest
-from ansible_collections.ascendops.cluster.plugins.action.packages_check import ActionModule
+
+
+@pytest.fixture(autouse=True)
+def action_module(monkeypatch):
+    """The action class, imported here: importing controller code (ansible._internal) marks the process as the
+    controller, after which AnsibleModule.warn() no longer records warnings for the module tests that follow in
+    the same pytest run. The mark is put back after each test."""
+    from ansible.module_utils import _internal
+
+    monkeypatch.setattr(_internal, "is_controller", _internal.is_controller)
+    from ansible_collections.ascendops.cluster.plugins.action import packages_check
+
+    return packages_check.ActionModule
 
 
 def _run(args, host_vars=None, execute=None):
+    from ansible_collections.ascendops.cluster.plugins.action.packages_check import ActionModule
+
     task = SimpleNamespace(args=args, async_val=0, check_mode=False, action="ascendops.cluster.packages_check",
                            _uuid="u", delegate_to=None)
     action = ActionModule.__new__(ActionModule)
