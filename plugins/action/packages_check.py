@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible_collections.ascendops.cluster.plugins.filter.settings import setting_names
 from ansible_collections.ascendops.cluster.plugins.module_utils import package_manifest as pm
@@ -23,7 +24,6 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(("packages", "package_settings", "source", "package_dir", "mirror_url", "manifest",
                              "var_prefix", "defaults", "architecture", "read", "cache_file"))
-    _requires_connection = False
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -51,15 +51,16 @@ class ActionModule(ActionBase):
 
         if not pm.settings_ok(source, mirror_url, manifest):
             return self._fail(result, pm.settings_problem(host, source, mirror_url, names(), names(False)))
-        if not self._bool(args.get("read", True)):
+        if not boolean(args.get("read", True), strict=False):
             return result
         packages = args.get("packages")
         if not isinstance(packages, list):
             return self._fail(result, f"{host}: packages_validate.yml needs __common_packages, a list of package "
                                       "file names.")
         packages = [str(p) for p in packages]
+        # A refusal names the directory setting as the user wrote it (read only then).
         where = {"manifest": manifest, "location": mirror_url if source == "mirror" else package_dir,
-                 "dir_name": ""}
+                 "dir_name": lambda: names()["package_dir"]}
         if source == "mirror":
             url = f"{mirror_url}/{manifest}"
             read = self._execute_module(module_name="ansible.builtin.uri", task_vars=task_vars,
@@ -88,18 +89,9 @@ class ActionModule(ActionBase):
         problems = pm.package_problems(host, packages, args.get("package_settings") or {}, sums, reads, where,
                                        args.get("architecture") or "unknown")
         if problems:
-            # A refusal names the directory setting as the user wrote it: read the names now.
-            where["dir_name"] = names()["package_dir"]
-            problems = pm.package_problems(host, packages, args.get("package_settings") or {}, sums, reads, where,
-                                           args.get("architecture") or "unknown")
-        if problems:
             return self._fail(result, " | ".join(problems))
         result["sums"] = {name: sums[name] for name in packages if name in sums}
         return result
-
-    @staticmethod
-    def _bool(value):
-        return str(value).strip().lower() in ("1", "true", "yes", "on")
 
     @staticmethod
     def _fail(result, msg):

@@ -66,8 +66,10 @@ def package_problems(host, packages, settings, manifest_sums, reads, where, arch
     ``settings``: {file: the setting that chose it} for messages; ``manifest_sums``: the manifest read;
     ``reads``: None for a mirror (the nodes fetch and check each package), else one entry per package in
     order: {path, exists, sha256, link_target} (link_target: where a dangling symbolic link points);
-    ``where``: the directory or URL the manifest came from (messages); ``arch``: the node's architecture."""
+    ``where``: {manifest, location: the directory or URL it came from, dir_name: a function giving the directory
+    setting as the user wrote it, called only for a problem with a file}; ``arch``: the node's architecture."""
     out = []
+    named = None
     for i, item in enumerate(packages):
         setting = (settings or {}).get(item, "")
         if item not in manifest_sums:
@@ -78,14 +80,17 @@ def package_problems(host, packages, settings, manifest_sums, reads, where, arch
         if reads is None:
             continue
         read = reads[i]
-        path, named = read["path"], where["dir_name"]
+        path = read["path"]
+        if read["exists"] and read["sha256"] == manifest_sums[item]:
+            continue
+        named = named or where["dir_name"]()
         if not read["exists"] and read.get("link_target"):
             out.append(f"{host}: {path} ({named}) is a symbolic link to {read['link_target']}, which does not exist "
                        f"(a dangling link). Point the link at the package file (ln -sfn /path/to/{item} {path}), "
                        "or put the package itself there.")
         elif not read["exists"]:
             out.append(f"{host}: {path} ({named}) is missing. Fetch the package again (or fix {where['manifest']}).")
-        elif read["sha256"] != manifest_sums[item]:
+        else:
             out.append(f"{host}: {path} ({named}) is corrupt: its sha256 is {read['sha256']}, the manifest says "
                        f"{manifest_sums[item]}. Fetch the package again (or fix {where['manifest']}).")
     return out

@@ -137,7 +137,14 @@ def install(env_class, cache, enabled=lambda: True):
             key = expression[1]
         else:
             return original_compile(self, source, name, filename, raw, defer_init)
-        tree = self._parse(source, name, filename) if isinstance(source, str) else source
+        if isinstance(source, str):
+            try:
+                tree = self._parse(source, name, filename)
+            except jinja2.TemplateSyntaxError:
+                # raised the normal way (Jinja attaches the source and rewrites the traceback); nothing kept
+                return original_compile(self, source, name, filename, raw, defer_init)
+        else:
+            tree = source
         code = original_compile(self, tree, name, filename, raw, defer_init)
         cache.store(self, key, tree, code)
         return code

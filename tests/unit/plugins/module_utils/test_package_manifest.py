@@ -6,7 +6,7 @@ A, B = "a" * 64, "b" * 64
 NAMES = {"package_source": "cann_package_source", "package_dir": "ascend_package_dir (its default)",
          "mirror_url": "ascend_mirror_url (its default)", "package_manifest": "ascend_package_manifest (its default)"}
 SET = {k: v.replace(" (its default)", "") for k, v in NAMES.items()}
-WHERE = {"manifest": "SHA256SUMS", "location": "/srv/pkgs", "dir_name": "ascend_package_dir"}
+WHERE = {"manifest": "SHA256SUMS", "location": "/srv/pkgs", "dir_name": lambda: "ascend_package_dir"}
 
 
 def test_settings_ok_needs_a_known_source_a_mirror_url_and_a_manifest():
@@ -45,6 +45,13 @@ def test_every_problem_of_the_packages_is_named_in_order():
         "n1: unlisted.run (cann_version 9.9, architecture aarch64) is not listed in SHA256SUMS of /srv/pkgs. Add the "
         "package and its sha256 there, or set the version to one that is.",
     ]
+
+
+def test_the_setting_names_are_read_only_for_a_problem_with_a_file():
+    asked = []
+    where = {**WHERE, "dir_name": lambda: asked.append(1) or "ascend_package_dir"}
+    good = [{"path": "/srv/pkgs/ok.run", "exists": True, "sha256": A}]
+    assert pm.package_problems("n1", ["ok.run"], {}, {"ok.run": A}, good, where, "x86_64") == [] and not asked
 
 
 def test_a_mirror_checks_only_the_listing_the_nodes_check_the_content():

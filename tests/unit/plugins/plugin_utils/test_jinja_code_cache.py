@@ -88,9 +88,14 @@ def test_a_damaged_entry_is_a_miss_and_is_rewritten(env_class, tmp_path):
 
 
 def test_syntax_errors_are_raised_as_before_and_not_kept(env_class, tmp_path):
+    class Plain(jinja2.Environment):
+        pass
+    with pytest.raises(jinja2.TemplateSyntaxError) as plain:
+        Plain().from_string("{{ 1 + }}")
     for attempt in range(2):
-        with pytest.raises(jinja2.TemplateSyntaxError, match="unexpected"):
+        with pytest.raises(jinja2.TemplateSyntaxError, match="unexpected") as cached:
             make(env_class).from_string("{{ 1 + }}" + " " * attempt)
+        assert cached.value.source == plain.value.source + " " * attempt  # as Jinja raises it uncached
     assert not any(names for top, dirs, names in os.walk(tmp_path / "cache"))
 
 
