@@ -124,6 +124,23 @@ def test_bad_collection_wide_values_are_named_as_the_user_wrote_them(run_validat
     assert run.changed_nodes() == []
 
 
+@pytest.mark.parametrize("role,setting,value,expected", [
+    ("container_runtime", "container_runtime_live_restore", "maybe", "to bool"),
+    ("cann", "cann_remove_old_versions", "perhaps", "to bool"),
+    ("shared_storage", "shared_storage_nfs_hard", "sometimes", "to bool"),
+    ("launch", "launch_master_port", "abc", "to int"),
+])
+def test_every_roles_settings_are_checked_against_its_argument_spec_before_any_change(
+        run_validate, role, setting, value, expected):
+    # Before, these four roles' specs were checked only when their own stage began (after the earlier
+    # stages had changed the nodes), and a bad launch_master_port drew a message listing every launch rule.
+    run = run_validate({setting: value})
+    assert run.rc != 0
+    assert f"argument '{setting}' is of type str and we were unable to convert {expected}" in run.text
+    assert "a2-node01" in run.text and f"set these variables as roles/{role}/meta/argument_specs.yml" in run.text
+    assert run.changed_nodes() == []
+
+
 def test_devices_per_node_double_on_a3_for_every_stage(run_validate):
     # 2 A3 nodes x 8 NPUs x 2 chips: 32 ranks (the rank table, the RoCE plan and the batch rule agree).
     run = run_validate({"ascend_server_model": "a3", "launch_job": job(global_batch_size=528)},
