@@ -16,10 +16,17 @@ def test_nfs_without_its_export_is_refused_naming_the_variable(run_validate):
     assert run.changed_nodes() == []
 
 
-def test_an_unknown_type_and_a_relative_path_are_named(run_validate):
-    run = run_validate({"shared_storage_type": "gpfs", "shared_storage_path": "shared"})
+def test_an_unknown_type_is_named_by_the_argument_spec_check(run_validate):
+    run = run_validate({"shared_storage_type": "gpfs"})
     assert run.rc != 0
-    assert "shared_storage_type must be one of none, nfs, lustre, existing (is gpfs)" in run.text
+    assert "value of shared_storage_type must be one of: none, nfs, lustre, existing, got: gpfs" in run.text
+    assert "set these variables as roles/shared_storage/meta/argument_specs.yml describes" in run.text
+    assert run.changed_nodes() == []
+
+
+def test_a_relative_path_is_named(run_validate):
+    run = run_validate({"shared_storage_type": "existing", "shared_storage_path": "shared"})
+    assert run.rc != 0
     assert "shared_storage_path must be an absolute path other than / (is shared)" in run.text
     assert run.changed_nodes() == []
 
