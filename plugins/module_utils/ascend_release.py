@@ -253,12 +253,18 @@ def _identity(path):
         return None
 
 
-def load_release(name_or_path, releases_dir):
-    """The validated release (plus ``table``: the torch_npu table of ``releases_dir``)."""
+def release_files(name_or_path, releases_dir):
+    """(manifest, torch_npu table) of a release: the table next to the manifest, else releases_dir's."""
     path = release_path(name_or_path, releases_dir)
     table_path = os.path.join(os.path.dirname(path) or ".", COMPAT_FILE)
     if not os.path.isfile(table_path):
         table_path = os.path.join(releases_dir, COMPAT_FILE)
+    return path, table_path
+
+
+def load_release(name_or_path, releases_dir):
+    """The validated release (plus ``table``: the torch_npu table of ``releases_dir``)."""
+    path, table_path = release_files(name_or_path, releases_dir)
     identity = (_identity(path), _identity(table_path))
     kept = _RELEASES.get((path, table_path))
     if None not in identity and kept is not None and kept[0] == identity:

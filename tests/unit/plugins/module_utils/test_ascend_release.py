@@ -422,3 +422,66 @@ def test_an_image_of_another_release_with_the_same_pins_is_this_releases_image()
     found = r.check_image_label("n1", json.dumps(other), previous)
     assert sorted(f["component"] for f in found) == ["image release", "image torch"]
     assert "was built with release sim but release sim-previous names sim-previous" in found[1]["msg"]
+
+
+# ------------------------------------------------------------------------------ the filter's disk cache
+
+def _fresh_worker(monkeypatch, cache_home):
+    """As in a new ansible-playbook worker: the process cache empty, the disk cache under cache_home."""
+    from ansible_collections.ascendops.cluster.plugins.filter import release as release_filter
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home))
+    monkeypatch.setattr(release_filter, "_CACHE", {})
+    return release_filter
+
+
+def test_a_worker_reads_the_validated_release_from_the_disk_cache_instead_of_the_yaml(tmp_path, monkeypatch):
+    releases = tmp_path / "releases"
+    releases.mkdir()
+    for name in ("sim.yml", r.COMPAT_FILE):
+        (releases / name).write_text((RELEASES / name).read_text())
+    mod = _fresh_worker(monkeypatch, tmp_path / "cache")
+    first = mod.release_load("sim", str(releases))
+    assert first == r.load_release("sim", str(releases))
+    assert len(list((tmp_path / "cache" / "ascendops" / "release").iterdir())) == 1
+
+    mod = _fresh_worker(monkeypatch, tmp_path / "cache")
+    monkeypatch.setattr(r, "load_release", lambda *a: pytest.fail("the YAML was read again"))
+    assert mod.release_load("sim", str(releases)) == first
+
+
+def test_an_edited_manifest_or_table_is_read_again_and_checked(tmp_path, monkeypatch):
+    releases = tmp_path / "releases"
+    releases.mkdir()
+    for name in ("sim.yml", r.COMPAT_FILE):
+        (releases / name).write_text((RELEASES / name).read_text())
+    _fresh_worker(monkeypatch, tmp_path / "cache").release_load("sim", str(releases))
+    manifest = yaml.safe_load((releases / "sim.yml").read_text())
+    manifest["host"]["driver"] = "not a version"
+    (releases / "sim.yml").write_text(yaml.safe_dump(manifest))
+    with pytest.raises(ValueError, match="driver"):
+        _fresh_worker(monkeypatch, tmp_path / "cache").release_load("sim", str(releases))
+    # A changed table of the same manifest is a miss too.
+    (releases / "sim.yml").write_text((RELEASES / "sim.yml").read_text())
+    (releases / r.COMPAT_FILE).write_text((RELEASES / r.COMPAT_FILE).read_text() + "\n# edited\n")
+    calls = []
+    mod = _fresh_worker(monkeypatch, tmp_path / "cache")
+    real = r.load_release
+    monkeypatch.setattr(r, "load_release", lambda *a: calls.append(a) or real(*a))
+    mod.release_load("sim", str(releases))
+    assert len(calls) == 1
+
+
+def test_a_corrupt_cache_file_is_a_miss_and_the_cache_can_be_turned_off(tmp_path, monkeypatch):
+    mod = _fresh_worker(monkeypatch, tmp_path / "cache")
+    expected = mod.release_load("sim", str(RELEASES))
+    cache_dir = tmp_path / "cache" / "ascendops" / "release"
+    for cached in cache_dir.iterdir():
+        cached.write_bytes(b"\x00garbage")
+    mod = _fresh_worker(monkeypatch, tmp_path / "cache")
+    assert mod.release_load("sim", str(RELEASES)) == expected
+    monkeypatch.setenv("ASCENDOPS_RELEASE_CACHE", "0")
+    monkeypatch.setattr(mod, "_CACHE", {})
+    other = tmp_path / "other"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(other))
+    assert mod.release_load("sim", str(RELEASES)) == expected
+    assert not other.exists()
