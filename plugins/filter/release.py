@@ -13,6 +13,7 @@ import sys
 import tempfile
 
 from ansible_collections.ascendops.cluster.plugins.module_utils import ascend_release as _r
+from ansible_collections.ascendops.cluster.plugins.module_utils.sha256_cache import default_cache_file
 
 # The collection's own releases/ (plugins/filter/ -> the collection root).
 RELEASES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "releases")
@@ -27,9 +28,8 @@ DISK_FORMAT = 1
 
 
 def disk_directory(environ=None):
-    environ = os.environ if environ is None else environ
-    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "ascendops", "release")
+    """``$XDG_CACHE_HOME/ascendops/release``, beside file_sha256's cache."""
+    return os.path.join(os.path.dirname(default_cache_file(environ)), "release")
 
 
 def _mtime(path):
@@ -66,7 +66,7 @@ def _disk_load(cache_file):
 def _disk_save(cache_file, release):
     try:
         data = marshal.dumps(release)
-        os.makedirs(os.path.dirname(cache_file), exist_ok=True)
+        os.makedirs(os.path.dirname(cache_file), mode=0o700, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(cache_file), prefix=".release-")
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

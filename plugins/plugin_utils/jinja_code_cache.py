@@ -24,6 +24,7 @@ import sys
 import tempfile
 
 import jinja2
+from ansible_collections.ascendops.cluster.plugins.module_utils.sha256_cache import default_cache_file
 from jinja2 import nodes
 from jinja2.environment import TemplateExpression
 from jinja2.utils import _PassArg
@@ -36,9 +37,8 @@ _expression_source = contextvars.ContextVar("ascendops_jinja_expression_source",
 
 
 def default_directory(environ=None):
-    environ = os.environ if environ is None else environ
-    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "ascendops", "jinja")
+    """``$XDG_CACHE_HOME/ascendops/jinja``, beside file_sha256's cache."""
+    return os.path.join(os.path.dirname(default_cache_file(environ)), "jinja")
 
 
 def _pass_arg(func):
