@@ -12,11 +12,15 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 export PATH=$repo/.venv/bin:$PATH ANSIBLE_CONFIG=$repo/ansible.cfg
 declare -a rows; failed=0
+# Each step's output also goes to .cache/test/steps/<step>.log: after the summary, a few lines of each
+# failed step's log say why (scripts/failure-digest.py), where CI's kept tail shows them.
+steps=.cache/test/steps
+rm -rf "$steps"; mkdir -p "$steps"
 step() {
   local name=$1; shift
   local start; start=$(date +%s)
   echo; echo "=== $name: $*"
-  if "$@"; then r=passed; else r=FAILED; failed=$((failed + 1)); fi
+  if "$@" 2>&1 | tee "$steps/$name.log"; then r=passed; else r=FAILED; failed=$((failed + 1)); fi
   rows+=("$(printf '%-22s %-7s %5ss' "$name" "$r" "$(( $(date +%s) - start ))")")
 }
 images() {  # the node image, the simulated packages, the prepared node image, the trainer image
@@ -77,4 +81,8 @@ echo "make test timing summary (checks in one lane; images then molecule in the 
 printf '%s\n' "${rows[@]}"
 echo "total $(( $(date +%s) - start ))s"
 echo "$(( ${#rows[@]} - failed )) passed, $failed failed"
+for row in "${rows[@]}"; do
+  read -r name result _ <<<"$row"
+  [ "$result" = FAILED ] && python3 scripts/failure-digest.py "$name" "$steps/$name.log"
+done
 exit $(( failed > 0 ))
