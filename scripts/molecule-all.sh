@@ -22,6 +22,17 @@ if [ $# -gt 0 ]; then scenarios=("$@"); else
     s=$(basename "$(dirname "$f")"); [[ "$skip" == *" $s "* ]] || echo "$s"; done)
 fi
 declare -a rows; failed=0
+# Each scenario's output also goes to .cache/test/molecule/<scenario>.log. A scenario that fails is
+# run once more (MOLECULE_RETRY=0: not): one that then passes counts as passed but is reported as
+# flaky, here and at the end of `make test` (.cache/test/flaky: why its first run failed), so an
+# intermittent failure is seen without costing the whole run.
+logs=$repo/.cache/test/molecule
+mkdir -p "$logs"
+flaky=$repo/.cache/test/flaky
+rm -f "$flaky"
+run_scenario() {  # $1 scenario, $2 log
+  molecule test -s "$1" 2>&1 | tee "$2"
+}
 # Multi-node scenarios: keep the running nodes' cgroup folders (see sim/cgroup-keeper.sh).
 "$repo/sim/cgroup-keeper.sh" &
 keeper=$!
@@ -29,11 +40,24 @@ trap 'kill "$keeper" 2>/dev/null' EXIT
 for s in "${scenarios[@]}"; do
   start=$(date +%s)
   echo "=== molecule scenario: $s"
-  if molecule test -s "$s"; then result=passed; else result=FAILED; failed=$((failed + 1)); fi
+  if run_scenario "$s" "$logs/$s.log"; then result=passed
+  elif [ "${MOLECULE_RETRY:-1}" != 0 ]; then
+    echo "=== molecule scenario: $s failed; why:"
+    python3 "$repo/scripts/failure-digest.py" "$s" "$logs/$s.log" | tee -a "$logs/$s.first"
+    echo "=== molecule scenario: $s, once more"
+    if run_scenario "$s" "$logs/$s.retry.log"; then
+      result=flaky
+      { echo "molecule scenario $s failed, then passed once more; the first run's failure:"
+        cat "$logs/$s.first"; } >> "$flaky"
+    else
+      result=FAILED; failed=$((failed + 1)); cp "$logs/$s.retry.log" "$logs/$s.log"
+    fi
+  else result=FAILED; failed=$((failed + 1)); fi
   rows+=("$(printf '%-28s %-7s %5ss' "$s" "$result" "$(( $(date +%s) - start ))")")
 done
 echo
 echo "molecule timing summary"
 printf '%s\n' "${rows[@]}"
 echo "$(( ${#scenarios[@]} - failed )) passed, $failed failed"
+[ -f "$flaky" ] && cat "$flaky"
 exit $(( failed > 0 ))

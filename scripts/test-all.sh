@@ -15,7 +15,7 @@ declare -a rows; failed=0
 # Each step's output also goes to .cache/test/steps/<step>.log: after the summary, a few lines of each
 # failed step's log say why (scripts/failure-digest.py), where CI's kept tail shows them.
 steps=.cache/test/steps
-rm -rf "$steps"; mkdir -p "$steps"
+rm -rf "$steps" .cache/test/flaky; mkdir -p "$steps"
 step() {
   local name=$1; shift
   local start; start=$(date +%s)
@@ -85,4 +85,6 @@ for row in "${rows[@]}"; do
   read -r name result _ <<<"$row"
   [ "$result" = FAILED ] && python3 scripts/failure-digest.py "$name" "$steps/$name.log"
 done
+# Scenarios that failed once and passed when run again (scripts/molecule-all.sh).
+[ -f .cache/test/flaky ] && cat .cache/test/flaky
 exit $(( failed > 0 ))
