@@ -25,12 +25,16 @@ description:
     passed its arguments. Compiled code read back renders exactly as a fresh compile. The environment
     variable C(ASCENDOPS_JINJA_CACHE) names another directory, or C(0) turns it off. Past 20000 entries the
     cache is emptied at the end of a run and fills again.
+  - When each play starts it freezes the objects that exist then (Python's C(gc.freeze)), so the garbage
+    collector of a forked process does not walk them (walking writes to them, and the kernel copies each
+    page written). C(ASCENDOPS_GC_FREEZE=0) turns it off.
   - Enable it with C(callbacks_enabled = ascendops.cluster.preload) in C(ansible.cfg) (the repository's
     ansible.cfg does) or C(ANSIBLE_CALLBACKS_ENABLED).
 requirements:
   - Enabled in callbacks_enabled (ansible.cfg) or ANSIBLE_CALLBACKS_ENABLED.
 """
 
+import gc  # noqa: E402
 import os  # noqa: E402
 
 from ansible.plugins.callback import CallbackBase  # noqa: E402
@@ -98,6 +102,15 @@ class CallbackModule(CallbackBase):
                 loader.get(name)
             except Exception as exc:  # a speed-up only: a failure here must not stop the playbook
                 self._display.vvv(f"ascendops.cluster.preload: {name} not preloaded: {exc}")
+
+    def v2_playbook_on_play_start(self, play):
+        # Every task of every host runs in a process forked from this one. Objects that exist when a
+        # play starts (the inventory, the variables, the loaded plugins and templates) are moved out of
+        # the garbage collector's reach: a collection in a forked process no longer walks them, which
+        # writes to their memory and makes the kernel copy those pages. They are still freed when no
+        # longer referenced. ASCENDOPS_GC_FREEZE=0 leaves the collector as it is.
+        if os.environ.get("ASCENDOPS_GC_FREEZE", "1") != "0":
+            gc.freeze()
 
     def v2_playbook_on_stats(self, stats):
         try:

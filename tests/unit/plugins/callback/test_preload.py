@@ -96,3 +96,27 @@ def test_the_jinja_code_cache_changes_no_result_and_is_used(tmp_path):
     assert off == cold == warm
     assert len(kept) >= 5  # the templates and conditionals of the play
     assert sorted(p.name for p in cache.rglob("*") if p.is_file()) == kept  # the warm run compiled nothing new
+
+
+FREEZE_SCRIPT = r"""
+import gc, json, sys
+from ansible.plugins.loader import callback_loader, init_plugin_loader
+init_plugin_loader([sys.argv[1]])
+callback = callback_loader.get("ascendops.cluster.preload")
+before = gc.get_freeze_count()
+callback.v2_playbook_on_play_start(None)
+print(json.dumps({"before": before, "after": gc.get_freeze_count()}))
+"""
+
+
+def test_each_play_start_freezes_the_objects_the_forked_task_processes_inherit(monkeypatch):
+    # gc.freeze: a forked process's garbage collector no longer walks (and writes to) what the main
+    # process held when the play started; ASCENDOPS_GC_FREEZE=0 leaves the collector alone.
+    counts = {}
+    for setting in ("", "0"):
+        monkeypatch.setenv("ASCENDOPS_GC_FREEZE", setting)
+        out = subprocess.run([sys.executable, "-c", FREEZE_SCRIPT, str(REPO / ".collections")],
+                             capture_output=True, text=True, check=True, cwd=REPO)
+        counts[setting] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert counts[""]["before"] == 0 and counts[""]["after"] > 1000
+    assert counts["0"]["after"] == 0
