@@ -30,7 +30,7 @@ def is_failure_line(line):
 
 
 def digest(lines, limit):
-    """The lines to print: where it failed first, then what failed."""
+    """The lines to print: where it failed, the task, then what failed."""
     found = []
     action = None
     task = None
@@ -48,7 +48,9 @@ def digest(lines, limit):
             found.append((action, None, line))
     out = []
     seen = set()
-    for where, what, line in found:
+    # The last failures: a run stops at its failure, and the failures before it were expected
+    # (a rescue, a refusal a scenario provokes on purpose).
+    for where, what, line in found[-3:]:
         for text in (where, what, line):
             if text and text not in seen:
                 seen.add(text)
