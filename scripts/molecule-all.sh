@@ -43,7 +43,7 @@ for s in "${scenarios[@]}"; do
   if run_scenario "$s" "$logs/$s.log"; then result=passed
   elif [ "${MOLECULE_RETRY:-1}" != 0 ]; then
     echo "=== molecule scenario: $s failed; why:"
-    python3 "$repo/scripts/failure-digest.py" "$s" "$logs/$s.log" | tee -a "$logs/$s.first"
+    python3 "$repo/scripts/failure-digest.py" "$s" "$logs/$s.log" | tee "$logs/$s.first"
     echo "=== molecule scenario: $s, once more"
     if run_scenario "$s" "$logs/$s.retry.log"; then
       result=flaky
