@@ -10,7 +10,10 @@ import re
 import sys
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# molecule 25 prints ansible-playbook's output inside a box: "  │ " before each line.
+BOX = re.compile(r"^\s*\u2502 ?")
 MOLECULE_ACTION = re.compile(r"^INFO\s+(\S+) \S+ (\w+): Executing")
+MOLECULE_FAILED = re.compile(r"^ERROR\s+(\S+) \S+ \w+: Executed: Failed")
 WIDTH = 300
 
 
@@ -20,9 +23,11 @@ def clip(line):
 
 
 def is_failure_line(line):
-    """pytest's FAILED/ERROR and assertion lines, molecule's idempotence and return-code errors."""
+    """pytest's FAILED/ERROR and assertion lines, ansible-core's [ERROR], molecule's idempotence and
+    return-code errors."""
     return (
-        line.startswith(("FAILED ", "ERROR "))
+        re.match(r"^(FAILED|ERROR) \S+\.py", line) is not None
+        or line.startswith("[ERROR]: ")
         or re.match(r"^E\s{3}\S", line) is not None
         or re.match(r"^(ERROR|CRITICAL)\s+(Idempotence|Ansible return code)", line) is not None
         or (line.startswith("* [") and "] => " in line)
@@ -31,26 +36,35 @@ def is_failure_line(line):
 
 def digest(lines, limit):
     """The lines to print: where it failed, the task, then what failed."""
+    lines = [BOX.sub("", ANSI.sub("", line)) for line in lines]
     found = []
-    action = None
-    task = None
+    scenario = action = task = None
     for i, line in enumerate(lines):
         m = MOLECULE_ACTION.match(line)
         if m:
+            scenario = m.group(1)
             action = f"molecule scenario {m.group(1)}, action {m.group(2)}"
         elif line.startswith(("TASK [", "RUNNING HANDLER [")):
             task = line.rstrip(" *")
         elif line.startswith(("fatal: [", "failed: [")):
             # A failure the play expects is followed by "...ignoring".
             if not any("...ignoring" in later for later in lines[i + 1:i + 4]):
-                found.append((action, task, line))
+                # The YAML result format puts the message on the lines after "=>".
+                msg = next((later.strip() for later in lines[i + 1:i + 12] if later.strip().startswith("msg:")), "")
+                found.append((scenario, action, task, f"{line} {msg}".strip()))
         elif is_failure_line(line):
-            found.append((action, None, line))
+            found.append((scenario, action, None, line))
+    # In a log of several molecule scenarios, only those that failed: the others' failures were expected
+    # (a refusal a scenario provokes on purpose).
+    failed = {m.group(1) for m in map(MOLECULE_FAILED.match, lines) if m}
+    if failed:
+        found = [entry for entry in found if entry[0] in failed]
+    found = [entry[1:] for entry in found]
     out = []
     seen = set()
-    # The last failures: a run stops at its failure, and the failures before it were expected
+    # The last four failures: a run stops at its failure, and the failures before it were expected
     # (a rescue, a refusal a scenario provokes on purpose).
-    for where, what, line in found[-3:]:
+    for where, what, line in found[-4:]:
         for text in (where, what, line):
             if text and text not in seen:
                 seen.add(text)
@@ -66,7 +80,7 @@ def main(argv):
     limit = int(argv[3]) if len(argv) > 3 else 8
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = [ANSI.sub("", line.rstrip("\n")) for line in handle]
+            lines = [line.rstrip("\n") for line in handle]
     except OSError as exc:
         print(f"{step}: no log ({exc})")
         return 0
