@@ -252,21 +252,26 @@ def test_console_script_help_lists_the_stages():
 
 # ---- per-stage timing (scripts/bench-rerun.sh)
 
-def test_stage_seconds_from_play_start_events(smap):
-    from ascendops_cli.timing import changed_count, medians, stage_seconds
+def test_stage_seconds_from_the_play_banners_as_they_come(smap):
+    from ascendops_cli.timing import medians, read_output, stage_seconds
 
-    def play(t, name):
-        return {"event": "playbook_on_play_start", "created": f"2026-12-01T10:00:{t:02d}.000000+00:00",
-                "event_data": {"play": name}}
+    def banner(name):
+        return f"PLAY [{name}] " + "*" * max(3, 60 - len(name))
 
-    events = [play(0, "Validate | Controller and inventory"),
-              play(4, "Validate | Every role's checks, read-only on the nodes"),
-              play(6, ROCE), play(16, "Collective | All-reduce bandwidth and correctness across every node's devices"),
-              play(20, LAUNCH),
-              {"event": "playbook_on_stats", "created": "2026-12-01T10:00:30.000000+00:00",
-               "event_data": {"changed": {"node1": 0, "node2": 1}}}]
-    assert stage_seconds(events, smap) == {"validate": 6.0, "roce": 10.0, "launch": 14.0}
-    assert changed_count(events) == 1
+    output = [(0.0, banner("Validate | Controller and inventory")), (0.5, "TASK [Validate | x] ***"),
+              (4.0, banner("Validate | Every role's checks, read-only on the nodes")), (6.0, banner(ROCE)),
+              (9.0, "ok: [node1] => PLAY [not a banner] ***"),
+              (16.0, banner("Collective | All-reduce bandwidth and correctness across every node's devices")),
+              (20.0, banner(LAUNCH)), (30.0, "PLAY RECAP *********"),
+              (30.0, "node1                      : ok=91   changed=0    unreachable=0    failed=0    skipped=68"),
+              (30.0, "node2                      : ok=79   changed=1    unreachable=0    failed=0    skipped=68")]
+    out = read_output(output)
+    assert out["changed"] == 1 and out["end"] == 30.0 and len(out["plays"]) == 5
+    assert stage_seconds(out["plays"], out["end"], smap) == {"validate": 6.0, "roce": 10.0, "launch": 14.0}
+    # a run that stopped before its recap: no changed count, the stages up to the last banner
+    cut = read_output(output[:6])
+    assert cut["changed"] == -1 and cut["end"] is None
+    assert stage_seconds(cut["plays"], cut["end"], smap) == {"validate": 6.0, "roce": 10.0, "launch": 0.0}
     m = medians([{"rc": 0, "wall_s": 30.0, "changed": 0, "stages": {"roce": 10.0}},
                  {"rc": 0, "wall_s": 20.0, "changed": 0, "stages": {"roce": 6.0}},
                  {"rc": 0, "wall_s": 25.0, "changed": 0, "stages": {"roce": 8.0}}])
