@@ -7,7 +7,8 @@ The run is the plain `ansible-playbook` a user types, its output read line by li
 stage's time runs from its first play's banner to the next stage's (the last one to PLAY RECAP), so
 fact gathering and include overhead count where they happen. (Driven through ansible-runner, whose
 event callback writes every task's result to a file in the controller process, the same 4-node no-op
-run took about 4 s, some 12 %, longer on 2 cores: a cost of the measurement, not of the product.)
+run took a median 6.9 s longer on 2 cores, -1.8 to 8.8 s over 7 pairs taking turns, of about 30 s: a
+cost of the measurement, not of the product.)
 """
 
 from __future__ import annotations
