@@ -4,7 +4,7 @@
 # and in total, and each run's changed count (a no-op re-run must report changed=0).
 #   scripts/bench-rerun.sh [--nodes 4] [--npus 2] [--rounds 3] [--keep] [--profile]
 # Brings up the simulated cluster (make sim-up), converges it with site.yml (the debug job trains on
-# every node), puts the simulated trainer (a CPU stand-in for NPU work) at the lowest CPU priority so
+# every node), caps the simulated trainer (a CPU stand-in for NPU work) at 5 % of a CPU per cgroup so
 # the controller is not starved, then times. --keep leaves the cluster up. Results also in
 # .cache/bench/rerun-<N>nodes.json and rerun-check-<N>nodes.json. --profile adds one no-op run
 # with ansible.posix.profile_tasks (per-task seconds) logged to .cache/bench/profile-<N>nodes.log.
