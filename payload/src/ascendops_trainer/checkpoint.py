@@ -3,12 +3,27 @@
 Layout of checkpoint.dir:
   step_00000100/        complete checkpoints (DeepSpeed files + trainer_state.json + rng_rank*.pt + hf_config.json)
   latest                name of the newest complete checkpoint (DeepSpeed's own format: the tag as text)
-  .tmp-step_00000200/   a save in progress; never read, removed at the next start
+  .tmp-step_00000200/   a save in progress; removed at the next start (kept only to finish a swap, below)
+  .old-step_00000100/   the previous copy of a tag being saved again; removed once the new copy is in place
 
-A save writes everything into the .tmp- directory, fsyncs every file, renames the directory to its
-final name (atomic on one filesystem), fsyncs the parent, and only then replaces `latest` (written
-to a temp file, fsynced, os.replace). A crash at any point leaves the previous checkpoint and the
-pointer to it intact. The newest `checkpoint.keep` checkpoints are kept.
+A save writes everything into the .tmp- directory; every rank fsyncs the files it wrote itself, and that
+directory, before the barrier (on NFS or Lustre only the client that wrote a file can make it durable);
+the writer then writes hf_config.json and, last, trainer_state.json (the completeness marker: written
+to a temp file, fsynced, renamed), renames the directory to its final name (atomic on one filesystem),
+fsyncs the parent, and only then replaces `latest` (written the same way). A crash at any point leaves
+the previous checkpoint and the pointer to it intact. The newest `checkpoint.keep` checkpoints are kept.
+
+Saving a tag that exists already (a re-run reaching the same step) keeps one complete copy at every
+instant: the old copy is renamed aside to .old-<tag>, the new one renamed to <tag>, then the old one is
+removed. The start-up clean-up (clean_stale) finishes or undoes an interrupted swap: a complete <tag>
+wins; else the complete one of .old-<tag> (the previous copy) and .tmp-<tag>. Nothing complete is
+deleted while it is the only copy (tests: test_trainer_units.py, the save's kill points).
+
+Unpickling: everything the trainer writes itself loads with torch.load(weights_only=True) (tensors,
+dicts, lists, numbers). DeepSpeed's own files (its model and optimizer states, the universal copy's
+optimizer_state.pt) hold Python objects that need weights_only=False; DeepSpeed's loaders use it. They are
+read only from a checkpoint directory owned by the job's uid that no group or other user can write to
+(check_job_owned), so nobody else can plant a pickle there.
 
 Resuming at another world size (nodes added or removed): a ZeRO checkpoint's optimizer state is
 sharded per rank, so DeepSpeed cannot load it into another number of ranks. `plan_resume` decides
@@ -26,6 +41,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pickle
 import random
 import re
 import shutil
@@ -45,6 +61,7 @@ log = logging.getLogger(__name__)
 
 STEP_RE = re.compile(r"^step_(\d{8})$")
 TMP_PREFIX = ".tmp-"
+OLD_PREFIX = ".old-"  # the previous copy of a tag while it is saved again
 LATEST = "latest"
 TRAINER_STATE = "trainer_state.json"
 HF_CONFIG = "hf_config.json"
@@ -69,9 +86,15 @@ def rng_file(rank: int) -> str:
 
 
 def capture_rng_state(device_type: str = "cpu") -> dict[str, Any]:
+    """Every RNG state in types torch.load(weights_only=True) accepts: tensors, lists, dicts, numbers."""
     import torch
 
-    st = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    version, internal, gauss = random.getstate()
+    name, key, pos, has_gauss, cached = np.random.get_state()
+    st = {"python": [version, list(internal), gauss],
+          "numpy": {"bit_generator": name, "key": torch.from_numpy(key.astype(np.int64)), "pos": int(pos),
+                    "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
+          "torch": torch.get_rng_state()}
     if device_type in ("npu", "cuda"):
         st["device"] = getattr(torch, device_type).get_rng_state()
     return st
@@ -80,11 +103,32 @@ def capture_rng_state(device_type: str = "cpu") -> dict[str, Any]:
 def restore_rng_state(st: dict[str, Any], device_type: str = "cpu") -> None:
     import torch
 
-    random.setstate(st["python"])
-    np.random.set_state(st["numpy"])
+    version, internal, gauss = st["python"]
+    random.setstate((version, tuple(internal), gauss))
+    npst = st["numpy"]
+    if isinstance(npst, dict):
+        np.random.set_state((npst["bit_generator"], npst["key"].numpy().astype(np.uint32), npst["pos"],
+                             npst["has_gauss"], npst["cached_gaussian"]))
+    else:  # a state captured in memory by an older trainer (numpy's own tuple)
+        np.random.set_state(npst)
     torch.set_rng_state(st["torch"])
     if "device" in st and device_type in ("npu", "cuda"):
         getattr(torch, device_type).set_rng_state(st["device"])
+
+
+def load_rng_file(path: str | Path) -> dict[str, Any] | None:
+    """A rank's RNG state file, with weights_only=True (the trainer wrote it: tensors, lists, numbers). None
+    for a file of an older trainer (it pickled numpy arrays): that rank's RNG then starts fresh, which
+    changes nothing the run depends on (the data order is seeded by its position, the model has no
+    dropout)."""
+    import torch
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        log.warning("RNG state %s is not in the weights-only format (written by an older trainer?): not "
+                    "restored (%s)", path, str(e).splitlines()[0] if str(e) else type(e).__name__)
+        return None
 
 
 # ---------------------------------------------------------------- durable files
@@ -98,16 +142,76 @@ def fsync_dir(path: str | Path) -> None:
         os.close(fd)
 
 
+def fsync_file(path: str | Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def fsync_tree(root: str | Path) -> None:
     """fsync every file and directory below root (data first, then the directory entries)."""
     for dirpath, _, files in os.walk(root, topdown=False):
         for name in files:
-            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_file(os.path.join(dirpath, name))
         fsync_dir(dirpath)
+
+
+def fsync_own_files(paths: list[str | Path], directory: str | Path) -> None:
+    """fsync the files this process wrote (their data), then the directory holding them (their names).
+    Every rank calls it for its own files before the save's barrier: on a network filesystem (NFS,
+    Lustre) an fsync by another client does not make them durable."""
+    for path in paths:
+        if os.path.isfile(path):
+            _no_group_write(path)
+            fsync_file(path)
+    for d in {Path(p).parent for p in paths} | {Path(directory)}:
+        if d.is_dir():
+            fsync_dir(d)
+
+
+def _no_group_write(path: str | Path) -> None:
+    """Drop group and other write permission (a umask of 002 would leave it): check_job_owned refuses it."""
+    mode = os.stat(path).st_mode
+    if mode & 0o022:
+        os.chmod(path, mode & 0o7755)
+
+
+class UnsafeCheckpointError(RuntimeError):
+    """A checkpoint file would have to be unpickled from a place another user can write to."""
+
+
+def check_job_owned(directory: str | Path, root: str | Path | None = None) -> None:
+    """Refuse to go on unless `directory`, every file in it and `root` (the checkpoint directory above it) are
+    owned by this process's uid (or root's) and not writable by their group or others. Called before
+    DeepSpeed's own checkpoint files are unpickled (weights_only=False: they hold Python objects), so nobody
+    else can have planted a pickle there (or swapped the directory)."""
+    uid = os.getuid()
+    d = Path(directory)
+    items = ([Path(root)] if root is not None else []) + [d, *(c for c in d.iterdir() if c.is_file())]
+    for item in items:
+        st = item.lstat()
+        problem = None
+        if st.st_uid not in (uid, 0):
+            problem = f"it is owned by uid {st.st_uid}, this job runs as uid {uid}"
+        elif st.st_mode & 0o022:
+            problem = f"it is writable by its group or others (mode {st.st_mode & 0o7777:04o})"
+        if problem:
+            raise UnsafeCheckpointError(
+                f"refusing to load checkpoint {d}: DeepSpeed's checkpoint files are unpickled (weights_only=False), "
+                f"so they are read only from a directory the job's user alone can write, but {item}: {problem}. "
+                "Fix the ownership and mode (chown; chmod go-w) if the files are yours")
+
+
+def torch_load_job_file(path: str | Path, root: str | Path | None = None):
+    """torch.load of a file DeepSpeed wrote for this job (weights_only=False: it pickles Python objects
+    such as its loss scaler and config), after check_job_owned on the file's directory (and `root`)."""
+    import torch
+
+    path = Path(path)
+    check_job_owned(path.parent, root)
+    return torch.load(path, map_location="cpu", weights_only=False)
 
 
 def write_atomic(path: str | Path, text: str) -> None:
@@ -117,12 +221,18 @@ def write_atomic(path: str | Path, text: str) -> None:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
+    _no_group_write(tmp)
     os.replace(tmp, path)
     fsync_dir(path.parent)
 
 
+def has_marker(path: Path) -> bool:
+    """A checkpoint directory whose save finished: trainer_state.json is written last, atomically."""
+    return path.is_dir() and (path / TRAINER_STATE).is_file()
+
+
 def is_complete(path: Path) -> bool:
-    return bool(STEP_RE.match(path.name)) and (path / TRAINER_STATE).is_file()
+    return bool(STEP_RE.match(path.name)) and has_marker(path)
 
 
 def complete_checkpoints(ckpt_dir: str | Path) -> list[Path]:
@@ -168,13 +278,110 @@ def prune(ckpt_dir: str | Path, keep: int, protect: str) -> list[str]:
     return removed
 
 
-def clean_stale(ckpt_dir: str | Path) -> None:
-    """Remove leftovers of saves that never finished."""
+def _remove(p: Path) -> None:
+    shutil.rmtree(p, ignore_errors=True) if p.is_dir() and not p.is_symlink() else p.unlink(missing_ok=True)
+
+
+def clean_stale(ckpt_dir: str | Path) -> list[str]:
+    """Finish or undo saves that never finished (at start-up, before anything is read); returns what it
+    did. A swap of a re-saved tag interrupted between its renames (.old-<tag> present): the complete
+    <tag> stays if there is one, else the complete previous copy (.old-) is put back, else the complete
+    new one (.tmp-); only then is the rest removed. Other .tmp- leftovers are removed."""
     d = Path(ckpt_dir)
-    if d.is_dir():
-        for p in d.iterdir():
-            if p.name.startswith(TMP_PREFIX) or p.name.startswith(".old-"):
-                shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+    done: list[str] = []
+    if not d.is_dir():
+        return done
+    for old in sorted(p for p in d.iterdir() if p.name.startswith(OLD_PREFIX)):
+        tag = old.name[len(OLD_PREFIX):]
+        final, new = d / tag, d / (TMP_PREFIX + tag)
+        if not STEP_RE.match(tag) or has_marker(final):
+            pass
+        elif has_marker(old) or has_marker(new):
+            keep = old if has_marker(old) else new
+            if final.exists():
+                _remove(final)
+            os.rename(keep, final)
+            fsync_dir(d)
+            done.append(f"restored {tag} from {keep.name}")
+        _remove(old)
+        done.append(f"removed {old.name}")
+    for p in sorted(d.iterdir()):
+        if p.name.startswith(TMP_PREFIX) or p.name == LATEST + ".tmp":
+            _remove(p)
+            done.append(f"removed {p.name}")
+    if done:
+        fsync_dir(d)
+    return done
+
+
+# The points of a save's finalization, in order (finalize_save calls its hook after each: the tests kill
+# the process there).
+SAVE_POINTS = ("data-durable", "marker-written", "old-aside", "new-in-place", "latest-written", "old-removed",
+               "pruned")
+
+
+def finalize_save(ckpt_dir: str | Path, tag: str, trainer_state: dict[str, Any], hf_config_dict: dict[str, Any],
+                  keep: int, hook=None) -> list[str]:
+    """The writer's part of a save, once every rank's files in .tmp-<tag> are durable: the trainer's files
+    (trainer_state.json last: the completeness marker), the rename into place (a tag saved before is swapped:
+    one complete copy at every instant), `latest`, pruning. `hook(point)` after each of SAVE_POINTS.
+    Returns the pruned checkpoints."""
+    hook = hook or (lambda point: None)
+    d = Path(ckpt_dir)
+    tmp, final, old = d / (TMP_PREFIX + tag), d / tag, d / (OLD_PREFIX + tag)
+    write_atomic(tmp / HF_CONFIG, json.dumps(hf_config_dict, indent=1))
+    for dirpath, _, files in os.walk(tmp):
+        for name in [".", *files]:
+            _no_group_write(os.path.join(dirpath, name))
+    fsync_tree(tmp)
+    hook("data-durable")
+    write_atomic(tmp / TRAINER_STATE, json.dumps(trainer_state, indent=1))
+    hook("marker-written")
+    swapped = final.exists()
+    if swapped:  # the same step saved before (e.g. a re-run): keep it until the new copy is in place
+        if old.exists():  # a swap of this process that failed half-way: <tag> is the copy to keep
+            _remove(old)
+        os.rename(final, old)
+        fsync_dir(d)
+        hook("old-aside")
+    os.rename(tmp, final)
+    fsync_dir(d)
+    hook("new-in-place")
+    write_atomic(d / LATEST, tag)
+    hook("latest-written")
+    if swapped:
+        shutil.rmtree(old)
+        fsync_dir(d)
+        hook("old-removed")
+    removed = prune(d, keep, protect=tag)
+    hook("pruned")
+    return removed
+
+
+class _RecordSaves:
+    """The files DeepSpeed's checkpoint engine writes in this process during a save (each rank fsyncs its
+    own). Wraps the engine's checkpoint_engine.save for the duration; an engine without one records none."""
+
+    def __init__(self, engine):
+        self.ce = getattr(engine, "checkpoint_engine", None)
+        self.paths: list[str] = []
+
+    def __enter__(self):
+        if self.ce is not None and callable(getattr(self.ce, "save", None)):
+            stock = self.ce.save
+
+            def save(state_dict, path, *args, **kwargs):
+                out = stock(state_dict, path, *args, **kwargs)
+                self.paths.append(str(path))
+                return out
+
+            self.ce.save = save
+        return self
+
+    def __exit__(self, *exc):
+        if self.ce is not None and "save" in vars(self.ce):
+            del self.ce.save  # the class's method again
+        return False
 
 
 # ---------------------------------------------------------------- resume at another world size
@@ -318,7 +525,8 @@ def repair_zero3_universal_load(optimizer, universal_dir: str | Path, report: bo
     Returns what it changed (for the log and the tests)."""
     import torch
 
-    saved = torch.load(Path(universal_dir) / "zero" / "optimizer_state.pt", map_location="cpu", weights_only=False)
+    # DeepSpeed's ds_to_universal wrote it (optimizer state dict plus its own objects): not weights-only
+    saved = torch_load_job_file(Path(universal_dir) / "zero" / "optimizer_state.pt", universal_dir)
     groups = saved.get("optimizer_state_dict", saved).get("param_groups", [])
     if len(groups) != len(optimizer.param_groups):
         raise RuntimeError(f"universal checkpoint {universal_dir} has {len(groups)} optimizer parameter groups, "
@@ -449,12 +657,14 @@ class CheckpointManager:
         # Who finalizes (fsync, rename, latest, prune): one process per filesystem.
         self.is_writer = ctx.is_main if shared_fs else ctx.launch.local_rank == 0
         if self.is_writer:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            clean_stale(self.dir)
+            self.dir.mkdir(mode=0o755, parents=True, exist_ok=True)
+            for line in clean_stale(self.dir):
+                log.info("checkpoint clean-up in %s: %s", self.dir, line)
         barrier(ctx)
         self.last_saved_step: int | None = None
 
-    def save(self, engine, step: int, trainer_state: dict[str, Any]) -> Path:
+    def save(self, engine, step: int, trainer_state: dict[str, Any], hook=None) -> Path:
+        """Collective. `hook(point)`: called by the writer after each of SAVE_POINTS (tests)."""
         import torch
 
         from .parallel import barrier
@@ -465,23 +675,16 @@ class CheckpointManager:
         if self.is_writer and tmp.exists():
             shutil.rmtree(tmp)
         barrier(self.ctx)
-        engine.save_checkpoint(str(self.dir), tag=tmp_tag, client_state={"trainer_state": trainer_state},
-                               save_latest=False)
-        torch.save(capture_rng_state(self.ctx.device_type), tmp / rng_file(self.ctx.rank))
-        barrier(self.ctx)  # every rank's files are written
+        with _RecordSaves(engine) as saved:
+            engine.save_checkpoint(str(self.dir), tag=tmp_tag, client_state={"trainer_state": trainer_state},
+                                   save_latest=False)
+        rng_path = tmp / rng_file(self.ctx.rank)
+        torch.save(capture_rng_state(self.ctx.device_type), rng_path)
+        fsync_own_files([*saved.paths, rng_path], tmp)  # this rank's files are durable before the barrier
+        barrier(self.ctx)  # every rank's files are written and durable
         final = self.dir / tag
         if self.is_writer:
-            (tmp / TRAINER_STATE).write_text(json.dumps(trainer_state, indent=1))
-            (tmp / HF_CONFIG).write_text(json.dumps(self.hf_config_dict, indent=1))
-            fsync_tree(tmp)
-            if final.exists():  # same step saved before (e.g. a re-run): replace it
-                old = self.dir / f".old-{tag}"
-                os.rename(final, old)
-                shutil.rmtree(old)
-            os.rename(tmp, final)
-            fsync_dir(self.dir)
-            write_atomic(self.dir / LATEST, tag)
-            removed = prune(self.dir, self.keep, protect=tag)
+            removed = finalize_save(self.dir, tag, trainer_state, self.hf_config_dict, self.keep, hook)
             log.info("saved checkpoint %s%s", final, f" (removed {', '.join(removed)})" if removed else "")
         barrier(self.ctx)  # nobody moves on (or exits) before the checkpoint is final
         self.last_saved_step = step
@@ -543,8 +746,8 @@ class CheckpointManager:
         """Load a checkpoint as planned into the engine (its universal copy when plan.universal: the engine was
         built with "checkpoint": {"load_universal": true}); restores this rank's RNG when the world size is the
         one it was saved with. Returns the trainer state."""
-        import torch
-
+        # DeepSpeed's loader unpickles its files with weights_only=False: only from a directory that is the job's own
+        check_job_owned(self.dir / plan.load_tag, self.dir)
         path, _ = engine.load_checkpoint(str(self.dir), tag=plan.load_tag, load_optimizer_states=True,
                                          load_lr_scheduler_states=True)
         if path is None:
@@ -557,7 +760,9 @@ class CheckpointManager:
             if self.ctx.is_main:  # the data order does not depend on them (data.py), nor does the model (no dropout)
                 log.info("world size changed: the per-rank RNG states of %s are not restored", plan.tag)
         elif rng_path.is_file():
-            restore_rng_state(torch.load(rng_path, weights_only=False), self.ctx.device_type)
+            st = load_rng_file(rng_path)
+            if st is not None:
+                restore_rng_state(st, self.ctx.device_type)
         else:
             log.warning("no RNG state for rank %d in %s", self.ctx.rank, plan.tag)
         self.last_saved_step = int(state["step"])
@@ -698,13 +903,13 @@ def export_from_checkpoint(ckpt_dir: str, out_dir: str, tag: str | None = None, 
                            tokenizer_dir: str | None = None, max_shard_bytes: int = 5 * 2**30) -> str:
     """Offline export (one process, no devices): merge a checkpoint's ZeRO shards (fp32 master
     weights, DeepSpeed's zero_to_fp32) and write a HF directory. Returns the tag exported."""
-    import torch
 
     ckpt = Path(ckpt_dir)
     tag = tag or resolve_resume_tag(ckpt)
     if tag is None or not (ckpt / tag).is_dir():
         raise FileNotFoundError(f"no complete checkpoint in {ckpt_dir}" + (f" named {tag}" if tag else ""))
     src = ckpt / tag
+    check_job_owned(src, ckpt)  # DeepSpeed's files below are unpickled (weights_only=False)
     hf_config_dict = json.loads((src / HF_CONFIG).read_text())
     state = json.loads((src / TRAINER_STATE).read_text())
     if list(src.glob("*optim_states.pt")) and state.get("zero_stage", 3) > 0:
@@ -712,7 +917,8 @@ def export_from_checkpoint(ckpt_dir: str, out_dir: str, tag: str | None = None, 
 
         sd = get_fp32_state_dict_from_zero_checkpoint(str(ckpt), tag=tag)
     else:
-        sd = torch.load(src / "mp_rank_00_model_states.pt", map_location="cpu", weights_only=False)["module"]
+        # DeepSpeed's model states file: its config, version and client state beside the weights
+        sd = torch_load_job_file(src / "mp_rank_00_model_states.pt", ckpt)["module"]
     dtype = _torch_dtype(dtype_name)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

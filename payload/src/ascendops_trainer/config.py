@@ -8,12 +8,17 @@ Values are resolved in this order, later wins:
 4. command-line flags: ``--section.field VALUE`` for every field (``--train.steps 40``,
    ``--optim.lr 3e-4``) plus a few short aliases (``--preset``, ``--steps``, ``--layers``...).
 
-Nothing here imports torch, so configuration errors surface in about a second.
+The values are parsed and type-checked by pydantic models generated from the dataclasses (``_job_model``);
+the rules (choices, ranges, batch sizes) are config_rules', shared with the Ansible collection.
+
+Nothing here imports torch (pydantic only when a config is built), so configuration errors surface
+in about a second.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import types
@@ -189,36 +194,92 @@ def field_types() -> dict[str, Any]:
     return out
 
 
-def _coerce(key: str, value: Any, tp: Any) -> Any:
-    """Convert a CLI string (or a file value) to the field's type, with a clear error."""
-    optional = False
+# ---------------------------------------------------------------- validation (pydantic)
+#
+# The dataclasses above are the declaration (their fields, defaults and comments; config_rules and the
+# collection's TRAINER_KEYS read them); pydantic models generated from them parse and type-check a job's
+# values, from a file or a command line alike. Beyond pydantic's lax mode: "", "none" and "null" mean None
+# for an optional setting, and a bool is no number.
+
+
+def _split_optional(tp: Any) -> tuple[Any, bool]:
+    """(the type without None, whether None is allowed) of a field annotation."""
     if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         optional = len(args) < len(typing.get_args(tp))
-        tp = args[0]
-    if value is None or (optional and isinstance(value, str) and value.lower() in ("", "none", "null")):
-        if optional:
+        return (args[0] if len(args) == 1 else typing.Union[tuple(args)]), optional  # noqa: UP007
+    return tp, False
+
+
+def _before(optional: bool, numeric: bool):
+    def check(value: Any) -> Any:
+        if optional and isinstance(value, str) and value.strip().lower() in ("", "none", "null"):
             return None
-        raise ConfigError(f"{key} must not be empty")
+        if numeric and isinstance(value, bool):
+            raise ValueError("a bool is not a number")
+        return value
+
+    return check
+
+
+def _pydantic_field(tp: Any) -> Any:
+    from pydantic import BeforeValidator
+
+    base, optional = _split_optional(tp)
+    numeric = base in (int, float)
+    return typing.Annotated[(base | None) if optional else base, BeforeValidator(_before(optional, numeric))]
+
+
+@functools.cache
+def _job_model():
+    """The pydantic model of a job: one model per config section, generated from its dataclass."""
+    from pydantic import ConfigDict, create_model
+
+    conf = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+    top: dict[str, Any] = {}
+    for name, tp in typing.get_type_hints(JobConfig).items():
+        if dataclasses.is_dataclass(tp):
+            hints = typing.get_type_hints(tp)
+            sub = {f.name: (_pydantic_field(hints[f.name]), None) for f in dataclasses.fields(tp)}
+            top[name] = (create_model(f"{tp.__name__}Model", __config__=conf, **sub) | None, None)
+        else:
+            top[name] = (_pydantic_field(tp), None)
+    return create_model("JobConfigModel", __config__=conf, **top)
+
+
+def _type_name(tp: Any) -> str:
+    base, _ = _split_optional(tp)
+    return getattr(base, "__name__", None) or str(base).replace("typing.", "")
+
+
+def _parse(values: dict[str, Any], types_: dict[str, Any]) -> dict[str, Any]:
+    """Flat {dotted key: raw value} -> flat {dotted key: typed value}, through the pydantic model; the first
+    problem as a ConfigError naming the setting (`train.steps='ten' is not a valid int`)."""
+    from pydantic import ValidationError
+
+    nested: dict[str, Any] = {}
+    for key, raw in values.items():
+        if "." in key:
+            section, name = key.split(".", 1)
+            nested.setdefault(section, {})[name] = raw
+        else:
+            nested[key] = raw
     try:
-        if tp is bool:
-            if isinstance(value, bool):
-                return value
-            s = str(value).strip().lower()
-            if s in ("1", "true", "yes", "on"):
-                return True
-            if s in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(value)
-        if tp is int:
-            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-                raise ValueError(value)
-            return int(value)
-        if tp is float:
-            return float(value)
-        return str(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{key}={value!r} is not a valid {tp.__name__}") from None
+        model = _job_model().model_validate(nested)
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        if err.get("input") is None:
+            raise ConfigError(f"{key} must not be empty") from None
+        raise ConfigError(f"{key}={err['input']!r} is not a valid {_type_name(types_.get(key, str))}") from None
+    out: dict[str, Any] = {}
+    for key in values:
+        if "." in key:
+            section, name = key.split(".", 1)
+            out[key] = getattr(getattr(model, section), name)
+        else:
+            out[key] = getattr(model, key)
+    return out
 
 
 def _unknown_key(key: str, known: list[str]) -> ConfigError:
@@ -272,8 +333,7 @@ def build_config(overrides: dict[str, Any] | None = None, config_file: str | Non
     values.update(overrides)
 
     cfg = JobConfig()
-    for key, raw in values.items():
-        val = _coerce(key, raw, types_[key])
+    for key, val in _parse(values, types_).items():
         if "." in key:
             section, name = key.split(".", 1)
             setattr(getattr(cfg, section), name, val)

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -265,10 +266,56 @@ def prepare(inputs: list[str], tokenizer_dir: str, out_dir: str, shard_tokens: i
 # ---------------------------------------------------------------- dataset
 
 
-class TokenDataset:
-    """Read-only view of a prepared directory: one virtual stream over memory-mapped shards."""
+MAX_OPEN_SHARDS = 64  # memory maps a dataset keeps open at a time (token and document-start files together)
 
-    def __init__(self, path: str, split: str = "train"):
+
+class ShardMaps:
+    """The memory maps of a dataset's shard files, opened on first use and kept in an LRU of at most `cap`:
+    a 15T-token corpus has tens of thousands of shards, and every open map costs a mapping (vm.max_map_count,
+    65530 by default), page-table and page-cache pressure. `maps[k]` is shard k's array; `len(maps)` the
+    number of shards; `opened` counts the maps opened so far (tests)."""
+
+    def __init__(self, root: str | Path, entries: list[dict[str, Any]], file_key: str, count_key: str, dtype,
+                 cap: int = MAX_OPEN_SHARDS):
+        if cap < 1:
+            raise ValueError(f"the open shard cap must be >= 1, got {cap}")
+        self.root, self.entries, self.file_key, self.count_key = Path(root), entries, file_key, count_key
+        self.dtype, self.cap = np.dtype(dtype), cap
+        self._open: OrderedDict[int, np.ndarray] = OrderedDict()
+        self.opened = 0
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __getitem__(self, k: int) -> np.ndarray:
+        k = range(len(self.entries))[k]  # negative indices, IndexError as a list would
+        arr = self._open.get(k)
+        if arr is not None:
+            self._open.move_to_end(k)
+            return arr
+        entry = self.entries[k]
+        n = int(entry[self.count_key])
+        arr = (np.memmap(self.root / entry[self.file_key], dtype=self.dtype, mode="r", shape=(n,)) if n
+               else np.zeros(0, self.dtype))
+        self._open[k] = arr
+        self.opened += 1
+        while len(self._open) > self.cap:
+            self._open.popitem(last=False)  # the least recently used; numpy unmaps it once nothing refers to it
+        return arr
+
+    @property
+    def open_count(self) -> int:
+        return len(self._open)
+
+
+class TokenDataset:
+    """Read-only view of a prepared directory: one virtual stream over memory-mapped shards.
+
+    A read finds its shard by bisection over the cumulative shard offsets (O(log shards), from the index:
+    no file is opened to know the sizes); shard files are mapped on first use, at most `max_open_shards`
+    token files (and as many document-start files) at a time (ShardMaps)."""
+
+    def __init__(self, path: str, split: str = "train", max_open_shards: int = MAX_OPEN_SHARDS):
         index_path = Path(path) / INDEX_NAME
         if not index_path.is_file():
             raise FileNotFoundError(f"{index_path} not found: run `ascendops-train prepare` first "
@@ -280,14 +327,12 @@ class TokenDataset:
         dtype = np.dtype(self.index["dtype"])
         entries = self.index["shards"] if split == "train" else self.index.get("val_shards", [])
         self.split = split
-        self.shards = [np.memmap(Path(path) / s["file"], dtype=dtype, mode="r", shape=(s["num_tokens"],))
-                       for s in entries]
+        self.shards = ShardMaps(path, entries, "file", "num_tokens", dtype, max_open_shards)
         # document starts per shard (int64 offsets within the shard); absent in version-1 directories
         self.has_boundaries = bool(entries) and all("docs" in s for s in entries)
-        self.doc_starts = ([np.memmap(Path(path) / s["docs"], dtype=np.int64, mode="r", shape=(s["num_doc_starts"],))
-                            if s["num_doc_starts"] else np.zeros(0, np.int64) for s in entries]
-                           if self.has_boundaries else [])
-        self.starts = np.cumsum([0] + [len(s) for s in self.shards])
+        self.doc_starts = (ShardMaps(path, entries, "docs", "num_doc_starts", np.int64, max_open_shards)
+                           if self.has_boundaries else None)
+        self.starts = np.cumsum([0] + [int(s["num_tokens"]) for s in entries], dtype=np.int64)
         self.num_tokens = int(self.starts[-1])
         # Identifies the data for resume checks: changing the data under a run is refused.
         self.fingerprint = hashlib.sha256(
@@ -298,17 +343,22 @@ class TokenDataset:
     def vocab_size(self) -> int:
         return int(self.index["vocab_size"])
 
+    def _shard_range(self, start: int, length: int) -> range:
+        """The shards holding tokens [start, start+length): bisection, O(log shards)."""
+        first = int(np.searchsorted(self.starts, start, side="right")) - 1
+        last = int(np.searchsorted(self.starts, start + length - 1, side="right")) - 1
+        return range(max(first, 0), min(last, len(self.shards) - 1) + 1)
+
     def tokens(self, start: int, length: int) -> np.ndarray:
         """Tokens [start, start+length) of the stream, across shard boundaries."""
+        if start < 0 or start + length > self.num_tokens:
+            raise IndexError(f"tokens [{start}, {start + length}) outside the {self.num_tokens} of {self.path}")
         out = np.empty(length, dtype=np.int64)
-        filled = 0
-        while filled < length:
-            pos = start + filled
-            k = int(np.searchsorted(self.starts, pos, side="right")) - 1
-            off = pos - int(self.starts[k])
-            n = min(length - filled, len(self.shards[k]) - off)
-            out[filled:filled + n] = self.shards[k][off:off + n]
-            filled += n
+        for k in self._shard_range(start, length):
+            lo, hi = int(self.starts[k]), int(self.starts[k + 1])
+            a, b = max(start, lo), min(start + length, hi)
+            if a < b:
+                out[a - start:b - start] = self.shards[k][a - lo:b - lo]
         return out
 
     def positions(self, start: int, length: int) -> np.ndarray:
@@ -316,9 +366,10 @@ class TokenDataset:
         idx = np.arange(start, start + length, dtype=np.int64)
         is_start = np.zeros(length, dtype=bool)
         is_start[0] = True
-        for k, ds in enumerate(self.doc_starts):
-            lo, hi = int(self.starts[k]), int(self.starts[k + 1])
-            if hi <= start or lo >= start + length or not len(ds):
+        for k in self._shard_range(start, length) if self.doc_starts is not None else ():
+            lo = int(self.starts[k])
+            ds = self.doc_starts[k]
+            if not len(ds):
                 continue
             a = int(np.searchsorted(ds, start - lo, side="left"))
             b = int(np.searchsorted(ds, start + length - lo, side="left"))

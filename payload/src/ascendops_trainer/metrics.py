@@ -48,6 +48,31 @@ PEAK_TFLOPS_BF16: list[tuple[str, float]] = [
 ]
 
 
+# Where each PEAK_TFLOPS_BF16 figure comes from (every entry must have one; a test checks it).
+PEAK_SOURCES: dict[str, str] = {
+    "Ascend910B1": "Ascend 910B dense BF16/FP16 per NPU as collected in the project's vendor facts "
+    "(shared/ascend-facts.md, Atlas 800T A2); no public per-SKU datasheet",
+    "Ascend910B2": "as Ascend910B1 (vendor facts, Atlas 800T A2)",
+    "Ascend910B3": "as Ascend910B1 (vendor facts, Atlas 800T A2)",
+    "Ascend910B4": "as Ascend910B1 (vendor facts, Atlas 800T A2)",
+    "Ascend910_93": "estimate: CloudMatrix 384 published 300 PFLOPS BF16 / 384 packages / 2 dies",
+    "Ascend910C": "estimate: CloudMatrix 384 published 300 PFLOPS BF16 / 384 packages / 2 dies",
+    "H100 PCIe": "NVIDIA H100 Tensor Core GPU datasheet (BF16 dense = half the sparsity figure)",
+    "H100 NVL": "NVIDIA H100 Tensor Core GPU datasheet (BF16 dense = half the sparsity figure)",
+    "H100": "NVIDIA H100 Tensor Core GPU datasheet, SXM5 (BF16 dense = half the sparsity figure)",
+    "H200": "NVIDIA H200 Tensor Core GPU datasheet (same BF16 tensor throughput as H100 SXM)",
+    "A100": "NVIDIA A100 Tensor Core GPU datasheet, BF16 dense",
+}
+
+
+def peak_source_for(device_name: str) -> str | None:
+    """The source of the table entry that peak_tflops_for would use; None when none matches."""
+    for key, _ in PEAK_TFLOPS_BF16:
+        if key.lower() in device_name.lower():
+            return PEAK_SOURCES[key]
+    return None
+
+
 def flops_per_token(n_params_non_embedding: int, n_layers: int, n_heads: int, head_dim: int, seq_len: int) -> int:
     """PaLM model FLOPs per trained token; see the module docstring for what N includes."""
     return 6 * n_params_non_embedding + 12 * n_layers * n_heads * head_dim * seq_len
@@ -59,6 +84,35 @@ def flops_per_token_for(hf_config, seq_len: int) -> int:
     c = hf_config
     hd = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
     return flops_per_token(param_counts(c).non_embedding, c.num_hidden_layers, c.num_attention_heads, hd, seq_len)
+
+
+def packed_attention_flops(
+    doc_lengths: list[list[int]], n_layers: int, n_heads: int, head_dim: int, causal: bool = True
+) -> int:
+    """Exact attention FLOPs (QK^T and AV, forward + backward) of a packed batch.
+
+    ``doc_lengths``: per sample, the lengths of the documents packed into it (document masking: a
+    token attends only inside its own document). One document of length d costs
+    ``12 * L * H * Dh * d**2`` (forward 4 * d**2 * H * Dh per layer: 2 for QK^T, 2 for AV; backward 2x);
+    the causal mask computes only the lower triangle, so half of that. The PaLM term
+    ``12 * L * H * Dh * S`` per token is the unmasked, one-document-of-length-S case.
+    """
+    sq = sum(d * d for sample in doc_lengths for d in sample)
+    total = 12 * n_layers * n_heads * head_dim * sq
+    return total // 2 if causal else total
+
+
+def hfu_flops_factor(recompute: str, n_layers: int, every_k: int = 1) -> float:
+    """Hardware FLOPs / model FLOPs for the dense (6N) part under a recompute mode: a recomputed
+    layer runs its forward (2N of the 6N) twice. ``selective`` recomputes no matmul weights (counted
+    as 1.0 for the dense part; its attention-core recompute is added by the caller)."""
+    if recompute == "full":
+        return 8.0 / 6.0
+    if recompute == "every_k" and n_layers > 0:
+        k = max(1, every_k)
+        recomputed = len(range(0, n_layers, k))
+        return 1.0 + (2.0 / 6.0) * recomputed / n_layers
+    return 1.0
 
 
 def peak_tflops_for(device_name: str) -> float | None:

@@ -536,6 +536,8 @@ class Trainer:
             "grad_norm": grad_norm, "tokens_per_s_per_device": tps,
             "tflops_per_device": achieved_tflops(tps, rt.flops_per_token),
             "mfu": mfu(tps, rt.flops_per_token, rt.peak_tflops),
+            **({} if rt.peak_tflops else {"mfu_unavailable": "no peak FLOPS known for this device "
+                                          "(not in the table; set metrics.peak_tflops)"}),
             "mem_gib": memory_gib(self.ctx.device_type), "data_wait_s": self.data_wait,
             "data_wait_frac": self.data_wait / dt, "step_time_s": dt / self.interval_steps,
             "tokens_seen": self.tokens_seen, "epoch": self.loader.state.epoch, "time": time.time(),
