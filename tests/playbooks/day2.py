@@ -68,7 +68,9 @@ def run_playbook(tmp_path, playbook, facts=None, extra_vars=None, check=False, i
     wrapper = tmp_path / f"run-{playbook}"
     wrapper.write_text(yaml.safe_dump(plays, sort_keys=False))
     varfile = tmp_path / "vars.yml"
-    varfile.write_text(yaml.safe_dump(dict(extra_vars or {}, day2_test_facts=facts or {}, ansible_connection="local",
+    # the run lock of every "node" (the controller) in the test's directory
+    extra_vars = dict({"ascend_run_lock_path": str(tmp_path / "run.lock")}, **(extra_vars or {}))
+    varfile.write_text(yaml.safe_dump(dict(extra_vars, day2_test_facts=facts or {}, ansible_connection="local",
                                            ansible_python_interpreter=sys.executable)))
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
                ANSIBLE_CACHE_PLUGIN="memory", ANSIBLE_RETRY_FILES_ENABLED="0",

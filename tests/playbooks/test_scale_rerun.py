@@ -126,6 +126,8 @@ def collection(tmp_path):
     for sub in ("meta", "releases"):
         (top / sub).symlink_to(ROOT / sub)
     (top / "plugins" / "modules" / "hccn_info.py").write_text(HCCN_INFO)
+    # the real run lock (every playbook that changes nodes takes it), its file in the test's directory
+    (top / "plugins" / "modules" / "ascend_run_lock.py").symlink_to(ROOT / "plugins" / "modules" / "ascend_run_lock.py")
     (top / "roles").mkdir()
     (top / "roles" / "ascend").symlink_to(ROOT / "roles" / "ascend")
     roles = {"launch": {"main": LAUNCH_MAIN, "stop": LAUNCH_STOP, "collective": LAUNCH_COLLECTIVE}}
@@ -191,6 +193,7 @@ class Cluster:
             playbook_bin = Path(shutil.which("ansible-playbook") or "ansible-playbook")
         varfile = self.tmp / "vars.yml"
         varfile.write_text(yaml.safe_dump(dict(extra, launch_job=JOB, scale_test_state=str(self.state),
+                                               ascend_run_lock_path=str(self.tmp / "run.lock"),
                                                ansible_connection="local", ansible_python_interpreter=sys.executable)))
         env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(self.collections),
                    ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", ANSIBLE_CACHE_PLUGIN="memory",

@@ -25,6 +25,10 @@ def test_the_group_is_named_only_when_it_exists():
 def test_every_later_stage_takes_its_hosts_from_the_filter():
     for name in LATER_STAGES:
         plays = yaml.safe_load((REPO / "playbooks" / f"{name}.yml").read_text())
+        # the run lock's plays first and last (playbooks/_run_lock.yml, _run_unlock.yml), the stage between
+        imports = [p.get("ansible.builtin.import_playbook") for p in plays]
+        assert imports[0] == "_run_lock.yml" and imports[-1] == "_run_unlock.yml", name
+        plays = [p for p in plays if "ansible.builtin.import_playbook" not in p]
         assert [p["hosts"] for p in plays] == ["{{ groups | ascendops.cluster.stage_hosts }}"], name
         assert not any("vars_files" in p for p in plays), name
 
