@@ -115,10 +115,6 @@ def env_file_text(env, header=()):
     return jc.env_file_text(env, header)
 
 
-def profile_text(env, exclude=(), header=()):
-    return jc.profile_text(env, exclude, header)
-
-
 def interface_of_address(facts, address):
     return jc.interface_of_address(facts, address)
 
@@ -211,5 +207,5 @@ class FilterModule:
                 "job_container_argv": job_container_argv, "job_container_unit": job_container_unit,
                 "job_container_command": job_container_command, "job_container_security": job_container_security,
                 "container_user": container_user, "job_env": job_env, "env_file_text": env_file_text,
-                "profile_text": profile_text, "interface_of_address": interface_of_address,
+                "interface_of_address": interface_of_address,
                 "launch_plan": launch_plan, "path_is": path_is}

@@ -33,6 +33,26 @@ _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ULIMIT_RE = re.compile(r"^-?\d+(:-?\d+)?$")
 
 
+# The unit's main process: it follows the detached container's output into the journal and exits with
+# the container's exit code. When the engine restarts (live-restore keeps the container), the output
+# stream breaks and the loop re-attaches once the engine answers again, so neither the unit nor the
+# trainer restarts. "$1" the engine, "$2" the container name.
+WAIT_SCRIPT = (
+    'e=$1 n=$2 since=; '
+    'while :; do '
+    'if [ -n "$since" ]; then "$e" logs --follow --since "$since" "$n"; else "$e" logs --follow "$n"; fi; '
+    'since=$(date +%s); '
+    "s=$(\"$e\" inspect --format '{{.State.Running}} {{.State.ExitCode}}' \"$n\" 2>&1); "
+    'case "$s" in '
+    '"false "*) exit "${s#false }";; '
+    '"true "*) ;; '
+    '*"o such"*) echo "container $n is gone" >&2; exit 1;; '
+    'esac; '
+    'sleep 2; '
+    'done'
+)
+
+
 class ContainerSpecError(ValueError):
     """A container specification that cannot be rendered."""
 
@@ -221,6 +241,9 @@ class ContainerSpec:
              comments=(), start_timeout_s=300):
         """The systemd unit that runs this container.
 
+        The container is started detached (ExecStartPre) and followed by WAIT_SCRIPT (ExecStart, the
+        unit's main process), so an engine restart with live-restore leaves both running.
+
         ``stop_grace_s``: the time the command gets to finish after SIGTERM (the launcher's final
         checkpoint); ``<engine> stop`` waits ``stop_timeout`` (default 15 s more) before it kills,
         systemd 30 s more than that before it gives up. A container already gone (the job completed
@@ -240,7 +263,9 @@ class ContainerSpec:
             "After=network-online.target" + (" docker.service" if self.engine == "docker" else ""),
         ]
         if self.engine == "docker":
-            lines.append("Requires=docker.service")
+            # Wants=, not Requires=: an engine restart (a daemon.json key that needs one) must not stop or
+            # restart the job; live-restore keeps the container and WAIT_SCRIPT re-attaches to it.
+            lines.append("Wants=docker.service")
         lines += [
             f"StartLimitIntervalSec={int(start_limit_interval_s)}",
             f"StartLimitBurst={int(start_limit_burst)}",
@@ -251,21 +276,25 @@ class ContainerSpec:
         ]
         run = self.to_dict()
         run["stop_timeout"] = engine_stop
-        args = ContainerSpec(**run).run_args(rm=True)  # the engine's own stops (shutdown) get the same time
+        # Detached, without --rm (the exit code is read after the container ends; ExecStopPost removes
+        # it): the engine's own stops (shutdown) get the same time.
+        args = ["--detach"] + ContainerSpec(**run).run_args(rm=False)
         # one option (with its value) per line, the image and command on the last
         image_at = len(args) - len(self.command) - 1
         opts, tail = args[:image_at], args[image_at:]
         rows, i = [], 0
         while i < len(opts):
             if opts[i].startswith("--") and i + 1 < len(opts) and not opts[i + 1].startswith("--") \
-                    and opts[i] not in ("--rm",):
+                    and opts[i] not in ("--rm", "--detach"):
                 rows.append(f"{opts[i]} {word(opts[i + 1])}")
                 i += 2
             else:
                 rows.append(word(opts[i]))
                 i += 1
         rows.append(" ".join(word(a) for a in tail))
-        lines.append(f"ExecStart={self.engine_path} run " + " \\\n  ".join(rows))
+        lines.append(f"ExecStartPre={self.engine_path} run " + " \\\n  ".join(rows))
+        lines.append(f"ExecStart=/bin/sh -c {word(WAIT_SCRIPT)} ascendops-wait {word(self.engine_path)} "
+                     f"{word(self.name)}")
         lines += [
             f"ExecStop=-{self.engine_path} stop --time {engine_stop} {word(self.name)}",
             f"ExecStopPost=-{self.engine_path} rm -f {word(self.name)}",
@@ -339,14 +368,6 @@ def env_file_text(env, header=()):
     """``KEY=value`` lines, as ``<engine> run --env-file`` reads them (no quoting, no expansion)."""
     lines = [f"# {h}" for h in header]
     lines += [f"{k}={v}" for k, v in env.items()]
-    return "\n".join(lines) + "\n"
-
-
-def profile_text(env, exclude=(), header=()):
-    """A POSIX shell snippet exporting ``env`` less the ``exclude`` keys (the site's extra_env, which
-    may hold secrets, stays out of every login shell)."""
-    lines = [f"# {h}" for h in header]
-    lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items() if k not in set(exclude or ())]
     return "\n".join(lines) + "\n"
 
 

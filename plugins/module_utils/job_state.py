@@ -310,20 +310,41 @@ def parse_properties(text):
     return out
 
 
-def classify_processes(rows, environs, service, job, devices):
+_CONTAINER_ID_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+def in_job_cgroup(cgroup_text, service, container_ids=()):
+    """Whether a process's ``/proc/<pid>/cgroup`` puts it in the job unit (``<service>.service``) or in one
+    of the job's containers (their full IDs: ``/docker/<id>``, ``docker-<id>.scope``, ``libpod-<id>``)."""
+    ids = {str(i) for i in container_ids or () if _CONTAINER_ID_RE.match(str(i))}
+    for line in str(cgroup_text or "").splitlines():
+        path = line.split(":", 2)[-1]
+        parts = [p for p in path.split("/") if p]
+        if f"{service}.service" in parts:
+            return True
+        for part in parts:
+            if any(i in part for i in ids):
+                return True
+    return False
+
+
+def classify_processes(rows, environs, service, job, devices, cgroups=None, container_ids=()):
     """Split the NPU process table (``npu_smi.parse_npu_smi_processes`` rows) into this job's
-    processes and others. ``environs``: {pid: {VAR: value}} of the processes (None when unreadable,
-    e.g. gone). A process is this job's when its environment names this service (ASCENDOPS_SERVICE)
-    or, without that variable, this job (ASCENDOPS_JOB). Others are only reported; ``blocking``
-    marks those holding one of this job's NPUs (``devices``)."""
+    processes and others. ``cgroups``: {pid: text of /proc/<pid>/cgroup} (None when gone). A process
+    is this job's only when its cgroup is the job unit's or one of the job's containers'
+    (``container_ids``, as the engine gives them): an environment that names the job (anyone can set
+    ASCENDOPS_JOB) makes no process the job's. ``environs`` ({pid: {VAR: value}} or None) only names
+    the job of the others in reports. Others are never signalled; ``blocking`` marks those holding one
+    of this job's NPUs (``devices``)."""
     ours, others = [], []
     wanted = {str(d) for d in devices or ()}
+    cgroups = cgroups or {}
     for row in rows:
-        env = environs.get(row["pid"])
-        if env is None:
+        cgroup = cgroups.get(row["pid"])
+        if cgroup is None:
             continue  # gone since npu-smi listed it
-        mine = (env.get("ASCENDOPS_SERVICE") == service) if "ASCENDOPS_SERVICE" in env \
-            else (job is not None and env.get("ASCENDOPS_JOB") == job)
+        env = environs.get(row["pid"]) or {}
+        mine = in_job_cgroup(cgroup, service, container_ids)
         entry = dict(row, job=env.get("ASCENDOPS_JOB"), service=env.get("ASCENDOPS_SERVICE"),
                      blocking=str(row.get("npu_id")) in wanted)
         (ours if mine else others).append(entry)
@@ -386,9 +407,11 @@ class JobInfo:
             rows = parse_npu_smi_processes(out)
         except ValueError as exc:
             self.module.fail_json(msg=f"npu-smi info: {exc}")
-        environs = {}
+        environs, cgroups = {}, {}
         for row in rows:
             try:
+                with open(f"/proc/{row['pid']}/cgroup", encoding="utf-8", errors="replace") as handle:
+                    cgroups[row["pid"]] = handle.read()
                 with open(f"/proc/{row['pid']}/environ", "rb") as handle:
                     raw = handle.read().split(b"\0")
             except OSError:
@@ -400,7 +423,20 @@ class JobInfo:
                     key, value = item.split(b"=", 1)
                     env[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
             environs[row["pid"]] = env
-        return classify_processes(rows, environs, self.p["service"], self.p["job"], self.p["devices"])
+        return classify_processes(rows, environs, self.p["service"], self.p["job"], self.p["devices"],
+                                  cgroups=cgroups, container_ids=self.container_ids())
+
+    def container_ids(self):
+        """Full IDs of the job's containers on the node (the job's and its collective pre-flight's)."""
+        engine = self.module.get_bin_path(self.p["engine"])
+        if engine is None:
+            return []
+        ids = []
+        for name in (self.p["container"], self.p["container"] + "-collective"):
+            rc, out, _err = self._run([engine, "inspect", "--type", "container", "--format", "{{.Id}}", name])
+            if rc == 0:
+                ids += [line.strip() for line in out.splitlines() if line.strip()]
+        return ids
 
     def log(self):
         journalctl = self.module.get_bin_path("journalctl")

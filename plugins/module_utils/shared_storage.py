@@ -86,8 +86,9 @@ def mount_spec(fs_type, settings):
     """``{src, fstype, opts, fstypes}`` of an nfs or lustre mount; ``{fstypes}`` only for existing/none.
 
     ``settings``: the role's settings without the ``shared_storage_`` prefix (nfs_server, nfs_export,
-    nfs_version, nfs_hard, nfs_rsize, nfs_wsize, nfs_nconnect, lustre_mgs, lustre_fsname,
-    mount_options_extra, fstypes).
+    nfs_version, nfs_hard, nfs_rsize, nfs_wsize, nfs_nconnect, lustre_mgs, lustre_fsname, lustre_repo_url,
+    lustre_repo_key_url, lustre_repo_unsigned, mount_options_extra, fstypes). A Lustre repository without a
+    signing key is refused unless lustre_repo_unsigned says so.
     """
     if fs_type not in TYPES:
         raise SharedStorageError(f"shared_storage_type must be one of {', '.join(TYPES)} (is {fs_type!r})")
@@ -112,6 +113,13 @@ def mount_spec(fs_type, settings):
         if not fsname or len(fsname) > 8 or not fsname.replace("_", "").replace("-", "").isalnum():
             raise SharedStorageError(f"shared_storage_lustre_fsname must be the file system's name, 1 to 8 letters, "
                                      f"digits, - or _ (is {fsname!r})")
+        repo = str(settings.get("lustre_repo_url") or "").strip()
+        key = str(settings.get("lustre_repo_key_url") or "").strip()
+        if repo and not key and settings.get("lustre_repo_unsigned") not in (True, "true", "True", "yes"):
+            raise SharedStorageError(f"shared_storage_lustre_repo_url is {repo} but shared_storage_lustre_repo_key_url "
+                                     "is empty: the client packages would be installed unverified. Set the key URL "
+                                     "of the repository's signing key, or shared_storage_lustre_repo_unsigned: true "
+                                     "to accept an unsigned repository")
         opts = _merge(["_netdev", "flock"], _extra(settings))
         return {"src": f"{mgs}:/{fsname}", "fstype": "lustre", "opts": ",".join(opts),
                 "fstypes": wanted or LUSTRE_FSTYPES}

@@ -19,8 +19,9 @@ description:
     or disabled outside the tool, or the container vanished), C(new) (never started here).
   - For a failed, restarting or drifted job, the first error and last lines of its journal and the
     HCCL/CANN error codes in them.
-  - Optionally the processes holding NPUs (C(npu-smi info)), split into this job's (their environment
-    names this service or job) and others (another job on a shared node - only reported).
+  - Optionally the processes holding NPUs (C(npu-smi info)), split into this job's (their cgroup is the
+    job unit's or one of the job's containers', O(container) and O(container)C(-collective)) and others
+    (another job or user - only reported, whatever their environment says).
   - Read-only.
 author:
   - ascendops engineering (@ascendops)

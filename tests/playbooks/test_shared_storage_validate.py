@@ -39,6 +39,23 @@ def test_lustre_without_a_nid_names_the_mgs_setting(run_validate):
     assert run.changed_nodes() == []
 
 
+LUSTRE_REPO = {"shared_storage_type": "lustre", "shared_storage_lustre_mgs": "10.0.0.1@o2ib",
+               "shared_storage_lustre_fsname": "lfs01", "shared_storage_lustre_repo_url": "https://repo.example/lustre"}
+
+
+def test_a_lustre_repository_without_a_key_is_refused(run_validate):
+    run = run_validate(LUSTRE_REPO)
+    assert run.rc != 0
+    assert ("shared_storage_lustre_repo_url is https://repo.example/lustre but shared_storage_lustre_repo_key_url is "
+            "empty") in run.text and "shared_storage_lustre_repo_unsigned: true" in run.text
+    assert run.changed_nodes() == []
+
+
+def test_a_lustre_repository_without_a_key_passes_when_unsigned_is_set(run_validate):
+    run = run_validate({**LUSTRE_REPO, "shared_storage_lustre_repo_unsigned": True})
+    assert run.rc == 0, run.out
+
+
 def test_good_nfs_settings_pass(run_validate):
     run = run_validate({"shared_storage_type": "nfs", "shared_storage_nfs_server": "nfs1.example",
                         "shared_storage_nfs_export": "/export/ascend"})

@@ -284,3 +284,55 @@ def test_a_dangling_link_names_the_host_the_file_where_it_points_and_the_fix(run
             f"(ln -sfn /path/to/{name} {pkgs}/{name}), or put the package itself there.") in run.text
     assert "Error while resolving" not in run.text and "has no attribute" not in run.text
     assert run.changed_nodes() == []
+
+
+def test_a_package_the_release_pins_with_another_sha256_is_refused_naming_both(run_validate, tmp_path):
+    """The release's pin (releases/<name>.yml: packages) against a manifest that agrees with its package (both
+    replaced, as a compromised mirror would serve them)."""
+    store, pkgs, name = _repository(tmp_path)
+    (pkgs / name).write_bytes((store / name).read_bytes())
+    served = hashlib.sha256((pkgs / name).read_bytes()).hexdigest()
+    releases = tmp_path / "releases"
+    releases.mkdir()
+    for src in (ROOT / "releases").glob("*.yml"):
+        (releases / src.name).write_text(src.read_text())
+    data = yaml.safe_load((releases / "910b-cann8.0.0.yml").read_text())
+    data["packages"] = {name: "0" * 64}
+    (releases / "910b-cann8.0.0.yml").write_text(yaml.safe_dump(data))
+    run = run_validate({"ascend_package_dir": str(pkgs), "ascend_release": "910b-cann8.0.0",
+                        "ascend_releases_dir": str(releases)},
+                       host_vars={"a2-node01": LOCAL, "a2-node02": LOCAL}, skip_nodes=False,
+                       validation=_packages_validation([name]))
+    assert run.rc != 0
+    assert (f"a2-node01: {name} is listed in SHA256SUMS of {pkgs} with sha256 {served}, but the release "
+            f"910b-cann8.0.0 pins {'0' * 64}") in run.text
+    assert run.changed_nodes() == []
+
+
+def _release_with(tmp_path, **host):
+    """The releases directory with 910b-cann8.0.0 changed (host versions)."""
+    releases = tmp_path / "releases"
+    releases.mkdir(exist_ok=True)
+    for src in (ROOT / "releases").glob("*.yml"):
+        (releases / src.name).write_text(src.read_text())
+    data = yaml.safe_load((releases / "910b-cann8.0.0.yml").read_text())
+    data["host"].update(host)
+    (releases / "910b-cann8.0.0.yml").write_text(yaml.safe_dump(data))
+    return {"ascend_release": "910b-cann8.0.0", "ascend_releases_dir": str(releases)}
+
+
+def test_a_runtime_that_asks_for_the_eula_is_refused_naming_the_setting(run_validate, tmp_path):
+    # (the sample pins the runtime's version as a site may: the release's and a site's pin are refused alike)
+    run = run_validate({**_release_with(tmp_path, docker_runtime="26.1.0"),
+                        "container_runtime_ascend_runtime_version": "26.1.0"})
+    assert run.rc != 0
+    assert "the Ascend Docker Runtime 26.1.0 (Ascend-docker-runtime_26.1.0_linux-" in run.text
+    assert "set ascend_accept_eula: true" in run.text and "refused before any change" in run.text
+    assert run.changed_nodes() == []
+
+
+def test_an_accepted_eula_passes_validation(run_validate, tmp_path):
+    run = run_validate({**_release_with(tmp_path, docker_runtime="26.1.0"), "ascend_accept_eula": True,
+                        "container_runtime_ascend_runtime_version": "26.1.0"})
+    assert run.rc == 0, run.out
+    assert run.changed_nodes() == ["a2-node01", "a2-node02"]

@@ -110,11 +110,10 @@ def test_environment_socket_interface_rdma_qos_and_secrets_kept_from_login_shell
     assert "ASCEND_RT_VISIBLE_DEVICES" not in e  # the job has every NPU of the node
     f = host.file(f"{JOB_DIR}/ascendops.env")
     assert f.mode == 0o600 and f.user == "root"
-    profile = host.file("/etc/profile.d/ascendops-job.sh").content_string
-    assert "export RANK_TABLE_FILE=" in profile and "OMP_NUM_THREADS" not in profile  # extra_env stays out
-    assert ". /etc/ascendops/ascendops.env" not in profile
-    # The CANN paths come from the cann stage's profile (through `latest`): a CANN upgrade reaches login shells.
-    assert "ASCEND_TOOLKIT_HOME" not in profile and "ASCEND_HOME_PATH" not in profile
+    # The job's identity is not exported to login shells (issue 41).
+    assert not host.file("/etc/profile.d/ascendops-job.sh").exists
+    login = host.run("bash -lc 'env'").stdout
+    assert "ASCENDOPS_JOB=" not in login and "ASCENDOPS_SERVICE=" not in login and "RANK_TABLE_FILE=" not in login
 
 
 def test_checkpoints_on_every_node(host):

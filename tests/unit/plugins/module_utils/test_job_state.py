@@ -4,6 +4,7 @@ import pytest
 from ansible_collections.ascendops.cluster.plugins.filter.launch import launch_plan
 from ansible_collections.ascendops.cluster.plugins.module_utils.job_state import (
     classify_processes,
+    in_job_cgroup,
     node_verdict,
     parse_properties,
     restart_plan,
@@ -185,16 +186,39 @@ def test_status_line():
     assert status_line("node3", {"state": "new", "reason": "x"}) == "node3: new (x); no status file yet"
 
 
-def test_processes_of_this_job_are_told_from_other_jobs():
+CID = "a" * 64
+OTHER_CID = "b" * 64
+
+
+def test_processes_of_this_job_are_told_by_their_cgroup_not_their_environment():
     rows = [{"npu_id": 0, "pid": 10, "name": "python3"}, {"npu_id": 1, "pid": 11, "name": "python3"},
             {"npu_id": 5, "pid": 12, "name": "python3"}, {"npu_id": 0, "pid": 13, "name": "gone"},
-            {"npu_id": 1, "pid": 14, "name": "python3"}]
+            {"npu_id": 1, "pid": 14, "name": "python3"}, {"npu_id": 2, "pid": 15, "name": "python3"},
+            {"npu_id": 3, "pid": 16, "name": "python3"}]
     environs = {10: {"ASCENDOPS_SERVICE": "ascendops-train", "ASCENDOPS_JOB": JOB},
-                11: {"ASCENDOPS_SERVICE": "other-train", "ASCENDOPS_JOB": JOB},
-                12: {}, 13: None, 14: {"ASCENDOPS_JOB": JOB}}
-    out = classify_processes(rows, environs, "ascendops-train", JOB, ["0", "1"])
-    assert [p["pid"] for p in out["ours"]] == [10, 14]
-    assert [(p["pid"], p["blocking"]) for p in out["others"]] == [(11, True), (12, False)]
+                # a login shell of another user that exports the job's identity: not the job's
+                11: {"ASCENDOPS_SERVICE": "ascendops-train", "ASCENDOPS_JOB": JOB},
+                12: {}, 13: None, 14: {"ASCENDOPS_JOB": JOB}, 15: None, 16: {}}
+    cgroups = {10: f"0::/system.slice/docker-{CID}.scope\n",
+               11: "0::/user.slice/user-1002.slice/session-4.scope\n",
+               12: f"12:devices:/docker/{OTHER_CID}\n",
+               14: f"12:devices:/docker/{CID}\n11:memory:/docker/{CID}\n",
+               15: "0::/system.slice/ascendops-train.service\n",
+               16: "0::/system.slice/ascendops-train-other.service\n"}
+    out = classify_processes(rows, environs, "ascendops-train", JOB, ["0", "1"], cgroups=cgroups,
+                             container_ids=[CID, "not-an-id"])
+    assert [p["pid"] for p in out["ours"]] == [10, 14, 15]
+    assert [(p["pid"], p["blocking"], p["service"]) for p in out["others"]] == [
+        (11, True, "ascendops-train"), (12, False, None), (16, False, None)]
+    # without the container's ID (the engine did not answer) only the unit's own cgroup counts
+    ours = classify_processes(rows, environs, "ascendops-train", JOB, ["0"], cgroups=cgroups)["ours"]
+    assert [p["pid"] for p in ours] == [15]
+
+
+def test_a_short_or_partial_id_matches_nothing():
+    assert not in_job_cgroup(f"0::/system.slice/docker-{CID}.scope", "x", ["aaaa"])
+    assert in_job_cgroup(f"0::/machine.slice/libpod-{CID}.scope/container", "x", [CID])
+    assert not in_job_cgroup("0::/system.slice/ascendops-train.service.d", "ascendops-train")
 
 
 def test_systemctl_show_properties():

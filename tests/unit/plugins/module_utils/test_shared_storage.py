@@ -64,6 +64,8 @@ def test_lustre_mount_spec():
     ({"lustre_mgs": "10.0.0.1", "lustre_fsname": "lfs01"}, "shared_storage_lustre_mgs"),
     ({"lustre_mgs": "10.0.0.1@tcp", "lustre_fsname": "far_too_long"}, "shared_storage_lustre_fsname"),
     ({"lustre_mgs": "10.0.0.1@tcp", "lustre_fsname": ""}, "shared_storage_lustre_fsname"),
+    ({"lustre_mgs": "10.0.0.1@tcp", "lustre_fsname": "lfs01", "lustre_repo_url": "https://repo.example/lustre",
+      "lustre_repo_key_url": "", "lustre_repo_unsigned": False}, "shared_storage_lustre_repo_unsigned: true"),
 ])
 def test_lustre_settings_refused(settings, named):
     with pytest.raises(ss.SharedStorageError, match=named):
@@ -129,3 +131,12 @@ def test_marker_round_trip(tmp_path):
     ss.write_marker(str(tmp_path), "tok", "node1")
     assert ss.read_marker(str(tmp_path))["token"] == "tok"
     assert [p.name for p in tmp_path.iterdir()] == [ss.MARKER_NAME]
+
+
+def test_a_lustre_repository_without_a_key_passes_only_when_unsigned_is_set():
+    base = {"lustre_mgs": "10.0.0.1@tcp", "lustre_fsname": "lfs01", "lustre_repo_url": "https://repo.example/lustre"}
+    assert ss.mount_spec("lustre", {**base, "lustre_repo_unsigned": True})["fstype"] == "lustre"
+    keyed = {**base, "lustre_repo_key_url": "https://repo.example/key.asc"}
+    assert ss.mount_spec("lustre", keyed)["fstype"] == "lustre"
+    with pytest.raises(ss.SharedStorageError, match="shared_storage_lustre_repo_key_url is empty"):
+        ss.mount_spec("lustre", base)

@@ -114,22 +114,25 @@ def test_an_unreadable_status_file_is_warned_about_not_fatal(node, run_module):
     assert r["job"]["status"] is None and any("cannot be read as JSON" in w for w in r["warnings"])
 
 
-def test_processes_of_this_job_and_of_others(node, run_module):
+def test_a_process_is_the_jobs_by_its_cgroup_never_by_an_environment_naming_the_job(node, run_module):
+    """Both processes run in this test's cgroup, not the job unit's or a job container's: the one whose
+    environment names the job (anyone can set ASCENDOPS_JOB) is another's, named but never the job's."""
     env = dict(os.environ, ASCENDOPS_SERVICE="ascendops-train", ASCENDOPS_JOB="run1")
     other_env = dict(os.environ, ASCENDOPS_SERVICE="other", ASCENDOPS_JOB="run9")
     sleep = [sys.executable, "-c", "import time; time.sleep(30)"]
-    ours = subprocess.Popen(sleep, env=env)
+    pretender = subprocess.Popen(sleep, env=env)
     other = subprocess.Popen(sleep, env=other_env)
     try:
         row = "| {npu}       0                 | {pid:<14}| python3                  | {mem:<24}|\n"
-        node.rows(row.format(npu=0, pid=ours.pid, mem=3200) + row.format(npu=1, pid=other.pid, mem=100))
+        node.rows(row.format(npu=0, pid=pretender.pid, mem=3200) + row.format(npu=1, pid=other.pid, mem=100))
         job = run_module(ascend_job_info.main, node.args(processes=True, devices=["0", "1"]))["job"]
-        assert [p["pid"] for p in job["processes"]["ours"]] == [ours.pid]
-        assert [(p["pid"], p["blocking"], p["job"]) for p in job["processes"]["others"]] == [(other.pid, True, "run9")]
-        job = run_module(ascend_job_info.main, node.args(processes=True, devices=["0"]))["job"]
-        assert [p["blocking"] for p in job["processes"]["others"]] == [False]
+        assert job["processes"]["ours"] == []
+        assert [(p["pid"], p["blocking"], p["job"]) for p in job["processes"]["others"]] == [
+            (pretender.pid, True, "run1"), (other.pid, True, "run9")]
+        job = run_module(ascend_job_info.main, node.args(processes=True, devices=["1"]))["job"]
+        assert [p["blocking"] for p in job["processes"]["others"]] == [False, True]
     finally:
-        for p in (ours, other):
+        for p in (pretender, other):
             p.kill()
             p.wait()
 
