@@ -23,7 +23,8 @@ _SETTINGS = {"package_source": ("package_source", "ascend_package_source"),
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(("packages", "package_settings", "source", "package_dir", "mirror_url", "manifest",
-                             "var_prefix", "defaults", "architecture", "read", "cache_file"))
+                             "var_prefix", "defaults", "architecture", "read", "cache_file", "pins",
+                             "release"))
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -60,7 +61,11 @@ class ActionModule(ActionBase):
         packages = [str(p) for p in packages]
         # A refusal names the directory setting as the user wrote it (read only then).
         where = {"manifest": manifest, "location": mirror_url if source == "mirror" else package_dir,
-                 "dir_name": lambda: names()["package_dir"]}
+                 "dir_name": lambda: names()["package_dir"], "release": str(args.get("release") or "")}
+        pins = args.get("pins") or {}
+        if not isinstance(pins, dict):
+            return self._fail(result, f"{host}: the release's packages (pins) must map file names to sha256s.")
+        pins = {str(k): str(v).strip().lower() for k, v in pins.items()}
         if source == "mirror":
             url = f"{mirror_url}/{manifest}"
             read = self._execute_module(module_name="ansible.builtin.uri", task_vars=task_vars,
@@ -87,7 +92,7 @@ class ActionModule(ActionBase):
         except ValueError as exc:
             return self._fail(result, f"{host}: {manifest} of {where['location']} cannot be read: {exc}")
         problems = pm.package_problems(host, packages, args.get("package_settings") or {}, sums, reads, where,
-                                       args.get("architecture") or "unknown")
+                                       args.get("architecture") or "unknown", pins)
         if problems:
             return self._fail(result, " | ".join(problems))
         result["sums"] = {name: sums[name] for name in packages if name in sums}

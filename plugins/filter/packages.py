@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.ascendops.cluster.plugins.module_utils.package_manifest import sha256sums
-from ansible_collections.ascendops.cluster.plugins.module_utils.run_package import package_filename
+from ansible_collections.ascendops.cluster.plugins.module_utils.run_package import asks_eula, package_filename
 
 _LEADING_NUMBERS = re.compile(r"^v?(\d+)(?:\.(\d+))?", re.IGNORECASE)
 _RC = re.compile(r"(?:^|[._-])rc\d", re.IGNORECASE)
@@ -62,9 +62,15 @@ def driver_package_file(version, model, arch):
     return package_filename("driver", "hdk", version, arch, model)
 
 
+def installer_asks_eula(version, kind):
+    """Whether the ``kind`` installer of ``version`` asks to accept an EULA (module_utils/run_package.py
+    ``asks_eula``: the docker runtime from 26.1.0); true as well when the version cannot be ordered."""
+    return asks_eula(str(kind), str(version or "")) is not False
+
+
 class FilterModule:
     """Package manifest filters."""
 
     def filters(self):
         return {"sha256sums": sha256sums, "cann_package_files": cann_package_files,
-                "driver_package_file": driver_package_file}
+                "driver_package_file": driver_package_file, "installer_asks_eula": installer_asks_eula}

@@ -82,7 +82,12 @@ def get_key(data, key, default=None):
 
 
 def info_version(data):
-    """The ``Version``/``version`` value of a parsed version/install record, or None."""
+    """The release a parsed version/install record names, or None: its ``package_version`` where it has one
+    (a 26.0 driver's version.info: ``Version=`` is then a component's version, ``package_version=`` the
+    package's), else ``Version``/``version``."""
+    value = get_key(data, "package_version")
+    if value is not None and str(value).strip():
+        return str(value).strip()
     value = get_key(data, "version")
     if value is None or not str(value).strip():
         return None

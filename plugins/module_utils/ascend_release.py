@@ -43,6 +43,7 @@ IMAGE_KEYS = ("cann", "python", "torch", "torch_npu", "deepspeed", "transformers
 IMAGE_LABEL = "ascendops.release"
 _PY_VERSION_RE = re.compile(r"^\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+[\w.]+)?$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
 class ReleaseError(ValueError):
@@ -119,7 +120,7 @@ def _unknown(source, prefix, data, allowed):
 def validate_release(data, source="<release>"):
     """Check a parsed release manifest; return it normalised. Raises ReleaseError naming source and key."""
     data = _mapping(source, "(top level)", data)
-    _unknown(source, "", data, ("name", "description", "server_model", "host", "cann_python", "image"))
+    _unknown(source, "", data, ("name", "description", "server_model", "host", "cann_python", "image", "packages"))
     name = data.get("name")
     if not isinstance(name, str) or not _NAME_RE.match(name):
         _fail(source, "name", f"must be a release name (letters, digits, . _ -), got {name!r}")
@@ -174,7 +175,27 @@ def validate_release(data, source="<release>"):
     out_image["pins"] = {str(k): str(v) for k, v in pins.items()}
     return {"name": name, "description": str(data.get("description") or ""), "server_model": model,
             "host": out_host, "cann_python": {k: cann_python[k] for k in ("numpy", "protobuf")},
-            "image": out_image, "file": source}
+            "image": out_image, "packages": _package_pins(source, data.get("packages")), "file": source}
+
+
+def _package_pins(source, pins):
+    """``packages``: {vendor package file name: its sha256}, pinned by the release (optional). The packages
+    checks refuse a manifest or a package file that disagrees, so a mirror serving the manifest and the packages
+    from one place cannot swap both."""
+    if pins is None:
+        return {}
+    _mapping(source, "packages", pins)
+    out = {}
+    for file_name, digest in pins.items():
+        name = str(file_name)
+        if not name or "/" in name or name != name.strip() or any(ord(c) < 32 for c in name):
+            _fail(source, f"packages.{name}", "must be a package file name (no directory), e.g. "
+                  "Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.run")
+        text = str(digest or "").strip().lower()
+        if not _SHA256_RE.match(text):
+            _fail(source, f"packages.{name}", f"must be the package's sha256 (64 hex digits), got {digest!r}")
+        out[name] = text
+    return out
 
 
 def validate_table(data, source="<table>"):
@@ -306,6 +327,27 @@ def check_firmware(host, driver_version, driver_info, firmware_version):
                     f"{host}: firmware {firmware_version} is outside driver {driver_version}'s "
                     f"compatible_version_fw={spec} (version.info): install a firmware in that range with this "
                     "driver, or the driver of the firmware's HDK release")]
+
+
+def check_driver_for_firmware(host, driver_version, firmware_version, firmware_info):
+    """The driver within ``compatible_version_drv`` of the firmware's own ``version.info`` (the other side of
+    the pair; a record without that key is not checked)."""
+    spec = next((str(v).strip() for k, v in (firmware_info or {}).items() if k.lower() == "compatible_version_drv"),
+                None)
+    if not spec or not driver_version:
+        return []
+    rule = "the firmware's version.info compatible_version_drv"
+    verdict = in_range(driver_version, spec)
+    if verdict is True:
+        return []
+    if verdict is None:
+        return [finding(host, "driver", spec, driver_version, rule,
+                        f"{host}: driver {driver_version}: cannot tell whether it is inside firmware "
+                        f"{firmware_version}'s compatible_version_drv={spec} (a version that does not compare)")]
+    return [finding(host, "driver", spec, driver_version, rule,
+                    f"{host}: driver {driver_version} is outside firmware {firmware_version}'s "
+                    f"compatible_version_drv={spec} (its version.info): install a driver in that range, or the "
+                    "firmware of the driver's HDK release")]
 
 
 def check_cann_driver(host, cann_version, required, driver_version, what="CANN",
@@ -497,7 +539,9 @@ def _declares_fw(info):
 def check_end_state(host, end, driver, firmware, kernels, package=None, driver_package=None):
     """The versions a node of this run ends on against the vendor's records it has now: ``end``
     (``{component: version}``, run_end); ``driver``: ``{version, info}`` installed (its version.info);
-    ``firmware``: ``{version}`` installed; ``kernels``: ``{version, required}`` of the installed CANN kernels.
+    ``firmware``: ``{version, info}`` installed (its version.info; the end driver must be inside its
+    ``compatible_version_drv`` when the node keeps that firmware); ``kernels``: ``{version, required}`` of the
+    installed CANN kernels.
     The firmware the node ends on within the end driver's compatible_version_fw: the installed driver's record
     when the node keeps that driver, else (``driver_package``: the version.info of the driver package this run
     installs, as text or parsed) the new driver's; a record without that key is not checked. The end driver
@@ -514,6 +558,9 @@ def check_end_state(host, end, driver, firmware, kernels, package=None, driver_p
             fw_info = dict(driver_package or {})
         if _declares_fw(fw_info):
             out += check_firmware(host, end["driver"], fw_info, end["firmware"])
+        fw_version, fw_record = (firmware or {}).get("version"), (firmware or {}).get("info") or {}
+        if fw_version and versions_equal(fw_version, end["firmware"]):
+            out += check_driver_for_firmware(host, end["driver"], fw_version, fw_record)
     k_version = (kernels or {}).get("version")
     cann = end.get("cann_kernels") or end.get("cann_toolkit")
     pkg_version = (package or {}).get("version")

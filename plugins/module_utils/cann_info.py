@@ -203,20 +203,36 @@ def parse_range(spec):
     return bounds
 
 
+_INTERVALS_RE = re.compile(r"^\s*[\[(][^\[\]()]*[\])](\s*,\s*[\[(][^\[\]()]*[\])])+\s*$")
+
+
+def parse_ranges(spec):
+    """A version range, or a list of intervals (any one may hold): ``[6.4.0,6.4.99],[7.0.0,8.9.9]`` (the
+    ``compatible_version_fw`` of a 310P 25.3.rc1 driver's version.info) -> [parse_range of each]."""
+    text = str(spec or "").strip().strip("\"'").strip()
+    if _INTERVALS_RE.match(text):
+        return [parse_range(part) for part in re.findall(r"[\[(][^\[\]()]*[\])]", text)]
+    return [parse_range(text)]
+
+
 def in_range(version, spec):
-    """True/False whether ``version`` is inside ``spec``; None when that cannot be told (a bound or
-    the version is not a comparable version, e.g. a ``T`` build)."""
+    """True/False whether ``version`` is inside ``spec`` (one range, or a list of intervals of which one must
+    hold); None when that cannot be told (a bound or the version is not a comparable version, e.g. a ``T``
+    build)."""
     try:
-        bounds = parse_range(spec)
-        for op, bound in bounds:
-            c = compare(version, bound)
-            ok = {">=": c >= 0, "<=": c <= 0, ">": c > 0, "<": c < 0, "==": c == 0, "=": c == 0,
-                  "!=": c != 0}[op]
-            if not ok:
-                return False
+        for bounds in parse_ranges(spec):
+            inside = True
+            for op, bound in bounds:
+                c = compare(version, bound)
+                if not {">=": c >= 0, "<=": c <= 0, ">": c > 0, "<": c < 0, "==": c == 0, "=": c == 0,
+                        "!=": c != 0}[op]:
+                    inside = False
+                    break
+            if inside:
+                return True
     except ValueError:
         return None
-    return True
+    return False
 
 
 def driver_fit(cann_version, spec, driver_version, what="CANN", driver_label="the installed driver"):

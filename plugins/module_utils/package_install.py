@@ -34,9 +34,11 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version i
 from ansible_collections.ascendops.cluster.plugins.module_utils.cann_info import package_state
 from ansible_collections.ascendops.cluster.plugins.module_utils.run_package import (
     DEFAULT_INSTALL_LOG,
+    EULA_ANSWER,
     PROMPT_REGEX,
     InstallerFlagError,
     accepts,
+    asks_eula,
     check_output_ok,
     classify_installer_output,
     installer_args,
@@ -239,6 +241,8 @@ class AscendPackageInstall:
         if refusal:
             self.fail(refusal)
         self.action = self.result["action"] = action
+        if action != "none":
+            self.check_eula()
         if p["install_username"] and action == "install":
             self.check_accounts()
         if action not in ("none", "install") and kind == "driver" and p["install_username"]:
@@ -249,6 +253,17 @@ class AscendPackageInstall:
         if self.module._diff:
             self.result["diff"] = dict(before=_diff_text(kind, before),
                                        after=_diff_text(kind, before if action == "none" else version))
+
+    def check_eula(self):
+        """An installer that asks to accept an EULA (the docker runtime from 26.1.0) runs only with accept_eula:
+        refused before anything runs otherwise (with stdin at end of input it would ask again forever)."""
+        asks = asks_eula(self.kind, self.version)
+        self.result["eula"] = bool(asks) or asks is None
+        if self.result["eula"] and not self.p["accept_eula"]:
+            why = "asks" if asks else "may ask (its version cannot be ordered)"
+            self.fail(f"{self.name} {why} to accept Huawei's end user license agreement before it installs, and "
+                      "accept_eula is false: read the EULA that comes with the package and set accept_eula: true "
+                      "(the roles: ascend_accept_eula: true) to answer it; nothing was changed.")
 
     def check_accounts(self):
         p = self.p
@@ -269,7 +284,7 @@ class AscendPackageInstall:
                 self.kind, self.action,
                 install_path=self.install_path if self.install_path != DEFAULT_INSTALL_PATH else None,
                 username=p["install_username"], usergroup=p["install_usergroup"], for_all=p["install_for_all"],
-                scene=p["install_scene"], extra_args=p["extra_args"])
+                scene=p["install_scene"], extra_args=p["extra_args"], version=self.version)
         except InstallerFlagError as exc:
             self.fail(f"{self.name}: {exc}.")
         self.result.update(cmd=self.prefix + [self.path] + args, changed=True)
@@ -284,7 +299,11 @@ class AscendPackageInstall:
     # 7. install, judge, read back
     def install(self):
         kind, name, result = self.kind, self.name, self.result
-        rc, out, err = self.run_cmd(result["cmd"], prompt_regex=PROMPT_REGEX)
+        if result.get("eula") and self.p["accept_eula"]:
+            # The answer on stdin (as the vendor's docs pipe it: echo Y | ./Ascend-docker-runtime_...run --install).
+            rc, out, err = self.run_cmd(result["cmd"], data=EULA_ANSWER, binary_data=True)
+        else:
+            rc, out, err = self.run_cmd(result["cmd"], prompt_regex=PROMPT_REGEX)
         verdict = classify_installer_output(kind, rc, out, err)
         result.update(rc=rc, stdout=out, stderr=err, stdout_lines=out.splitlines(),
                       log_path=verdict["log_path"] or DEFAULT_INSTALL_LOG)
@@ -307,6 +326,8 @@ class AscendPackageInstall:
 
     @staticmethod
     def failure_reason(verdict, out, err):
+        if verdict["reason"] == "eula_declined":
+            return "the installer reports the EULA declined and installed nothing"
         if verdict["reason"] == "prompt":
             why = (f"the installer stopped at an interactive question ({verdict['prompt'] or 'a prompt'}) that "
                    "nothing answered; check its prerequisites (DKMS, kernel headers of the running kernel)")

@@ -60,8 +60,12 @@ def settings_problem(host, source, mirror_url, names, set_names):
     return f"{host}: {names['package_manifest']} is empty: name the sha256sum manifest (SHA256SUMS)."
 
 
-def package_problems(host, packages, settings, manifest_sums, reads, where, arch):
+def package_problems(host, packages, settings, manifest_sums, reads, where, arch, pins=None):
     """What is wrong with ``packages`` (file names), one message each (empty: all good).
+
+    ``pins``: {file: sha256} the release pins (``packages`` of releases/<name>.yml), with ``where['release']``
+    naming it: a package whose manifest entry, or whose file on the controller, has another sha256 is refused
+    naming both sums (the manifest and the packages of a mirror come from one place; the pin does not).
 
     ``settings``: {file: the setting that chose it} for messages; ``manifest_sums``: the manifest read;
     ``reads``: None for a mirror (the nodes fetch and check each package), else one entry per package in
@@ -76,6 +80,14 @@ def package_problems(host, packages, settings, manifest_sums, reads, where, arch
             out.append(f"{host}: {item} ({setting + ', ' if setting else ''}architecture {arch}) is not listed in "
                        f"{where['manifest']} of {where['location']}. Add the package and its sha256 there, or set the "
                        "version to one that is.")
+            continue
+        pin = (pins or {}).get(item)
+        if pin and manifest_sums[item] != pin:
+            release = where.get("release") or "(ascend_release)"
+            out.append(f"{host}: {item} is listed in {where['manifest']} of {where['location']} with sha256 "
+                       f"{manifest_sums[item]}, but the release {release} pins {pin} "
+                       "(its packages key). The package or the manifest is not the one the release was tested with: "
+                       "fetch both again from the vendor, or fix the pin in the release file.")
             continue
         if reads is None:
             continue

@@ -46,6 +46,13 @@ PACKAGE_NAME_TABLE = (
     # CANN 8.5 and later: the operator package (Ascend-cann-910b-ops, Ascend-cann-A3-ops)
     ("kernels", "ops", "Ascend-cann-{model}-ops_{version}_linux-{arch}.run"),
     ("docker_runtime", "runtime", "Ascend-docker-runtime_{version}_linux-{arch}.run"),
+    # Older releases, read (never made): HDK names without "npu-" (Ascend-hdk-910b-firmware_7.5.0.1.129.run) and the
+    # server-named packages of the Atlas 800 training servers before the HDK naming (A800-9010-npu-driver_21.0.2_...,
+    # A800-9000-npu-firmware_1.76.22.3.220.run); their model reads as a800-9010 / a800-9000.
+    ("driver", "hdk-short", "Ascend-hdk-{model}-driver_{version}_linux-{arch}.run"),
+    ("firmware", "hdk-short", "Ascend-hdk-{model}-firmware_{version}.run"),
+    ("driver", "a800", "A800-{model}-npu-driver_{version}_linux-{arch}.run"),
+    ("firmware", "a800", "A800-{model}-npu-firmware_{version}.run"),
 )
 # the model a fixed-name layout stands for
 _LAYOUT_MODEL = {"a3": "a3"}
@@ -91,9 +98,11 @@ def parse_package_filename(name):
             if arch:
                 arch = _ARCH_ALIASES.get(arch.lower(), arch.lower())
             model = _LAYOUT_MODEL.get(layout) or (groups.get("model") or "").lower() or None
+            if layout == "a800" and model:
+                model = f"a800-{model}"
             return PackageName(kind, m.group("version"), arch, model)
     raise ValueError(
-        f"{base!r} is not a known Ascend package file name (expected one of: "
+        f"{base!r} is not a known Ascend package file name (the layouts read: "
         + ", ".join(t for _k, _l, t in PACKAGE_NAME_TABLE) + ")")
 
 
@@ -128,8 +137,72 @@ INSTALLER_FLAGS = {
     "docker_runtime": InstallerFlags("--install", "--upgrade", ("--quiet",),
                                      ("--quiet", "--check", "--info", "--list", "--tar", "--noexec", "--extract",
                                       "--install", "--install-path", "--install-scene", "--uninstall",
-                                      "--upgrade", "--install-type", "--ce")),
+                                      "--upgrade", "--install-type", "--ce", "--config-file-path")),
 }
+
+
+# The Ascend Docker Runtime's own options changed between releases (its run_main.sh: Ascend/ascend-docker-runtime
+# up to 5.x, then Ascend/mind-cluster component/ascend-docker-runtime; each test quotes that version's usage text):
+# - up to 6.0.0-RC2 (5.x): --install --install-path= --uninstall --upgrade --install-type= --ce= --version, the
+#   makeself names "meaningless" and discarded; anything else "failed, Unsupported parameters: <arg>", rc 1;
+# - 6.0.0-RC3 (package version 6.0.RC3) on: --install-scene=<scene> (6.0.RC3: docker or containerd; 7.x and later
+#   also isula) and --config-file-path; anything else "failed, unsupported parameters: <arg>", rc 1;
+# - 26.1.0 on: --install and --upgrade first ask "Do you accept the EULA to install Ascend-docker-runtime?[Y/N]" and
+#   read the answer from stdin, asking again on anything but Y/N (end of input included: with stdin at /dev/null
+#   it never ends); Y logs "[INFO] user accepted EULA", N "[INFO] install cancelled, user declined EULA" and exit 0.
+RUNTIME_SCENE_FROM = "6.0.RC3"
+RUNTIME_SCENES = (("6.0.RC3", ("docker", "containerd")), ("7.0.RC1", ("docker", "containerd", "isula")))
+RUNTIME_EULA_FROM = "26.1.0"
+# (kind, the first version that asks): installers that ask the user to accept an EULA before installing.
+EULA_FROM = {"docker_runtime": RUNTIME_EULA_FROM}
+EULA_ANSWER = "Y\n"
+_EULA_ACCEPTED_RE = re.compile(r"user accepted EULA", re.IGNORECASE)
+_EULA_DECLINED_RE = re.compile(r"user declined EULA", re.IGNORECASE)
+
+
+def _version_at_least(version, first):
+    from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version import compare
+
+    try:
+        return compare(version, first) >= 0
+    except ValueError:
+        return None
+
+
+def asks_eula(kind, version):
+    """True when the ``kind`` installer of ``version`` asks to accept an EULA (on install and upgrade); None
+    when the version cannot be ordered (treated as asking by the callers: refuse rather than hang)."""
+    first = EULA_FROM.get(kind)
+    if first is None:
+        return False
+    return _version_at_least(version, first) if version else None
+
+
+# The makeself header's own options (the vendor's header of the runtime package), whatever the version.
+RUNTIME_HEADER_OPTIONS = ("--quiet", "--check", "--info", "--list", "--tar", "--noexec", "--extract")
+
+
+def runtime_options(version):
+    """The options the Ascend Docker Runtime installer of ``version`` takes (its run_main.sh, plus the header's);
+    the kind's whole set when the version is unknown."""
+    if not version:
+        return INSTALLER_FLAGS["docker_runtime"].accepted
+    own = ["--install", "--install-path", "--uninstall", "--upgrade", "--install-type", "--version"]
+    if runtime_scenes(version):
+        own += ["--install-scene", "--config-file-path"]
+    if not _version_at_least(version, RUNTIME_EULA_FROM):
+        own.append("--ce")  # iSula before 26.1 (then --install-scene=isula)
+    return RUNTIME_HEADER_OPTIONS + tuple(own)
+
+
+def runtime_scenes(version):
+    """The ``--install-scene`` values the Ascend Docker Runtime ``version`` takes; () where it has no such option
+    (before 6.0.RC3: docker only, iSula through ``--ce=isula``)."""
+    scenes = ()
+    for first, names in RUNTIME_SCENES:
+        if version and _version_at_least(version, first):
+            scenes = names
+    return scenes
 
 
 class InstallerFlagError(ValueError):
@@ -147,12 +220,25 @@ def refused_flags(kind, args):
 
 
 def installer_args(kind, action, install_path=None, username=None, usergroup=None, for_all=False,
-                   scene=None, extra_args=()):
+                   scene=None, extra_args=(), version=None):
     """The installer's arguments for ``action`` (``install``: a fresh install; anything else: an
     upgrade), only from the flags the kind accepts. ``install_path`` None means the vendor default.
     User flags and ``--install-for-all`` go to fresh installs only (the installers refuse them with
-    ``--upgrade``); ``for_all`` is dropped for a kind that takes no such flag. Raises
-    InstallerFlagError naming the flag when the kind's installer would reject one."""
+    ``--upgrade``); ``for_all`` is dropped for a kind that takes no such flag. For the docker runtime,
+    ``version`` decides whether ``--install-scene`` exists (6.0.RC3 on): before, ``scene=docker`` is its only
+    scene and no flag is passed, another scene is refused. Raises InstallerFlagError naming the flag when the
+    kind's installer would reject one."""
+    if kind == "docker_runtime" and scene and version:
+        scenes = runtime_scenes(version)
+        if not scenes:
+            if scene != "docker":
+                raise InstallerFlagError(
+                    f"the docker_runtime installer {version} has no --install-scene (it came with "
+                    f"{RUNTIME_SCENE_FROM}): it installs for docker only (iSula: --ce=isula in extra_args)")
+            scene = None
+        elif scene not in scenes:
+            raise InstallerFlagError(f"the docker_runtime installer {version} takes --install-scene="
+                                     f"{'|'.join(scenes)}, not {scene}")
     flags = INSTALLER_FLAGS[kind]
     args = [flags.fresh if action == "install" else flags.upgrade]
     if install_path:
@@ -167,6 +253,12 @@ def installer_args(kind, action, install_path=None, username=None, usergroup=Non
     args += list(extra_args or ())
     args += list(flags.always)
     bad = refused_flags(kind, args)
+    if not bad and kind == "docker_runtime" and version:
+        options = runtime_options(version)
+        bad = [a for a in args if a.split("=", 1)[0] not in options]
+        if bad:
+            raise InstallerFlagError(f"the docker_runtime installer {version} does not accept {', '.join(bad)} "
+                                     f"(it takes {', '.join(options)})")
     if bad:
         raise InstallerFlagError(
             f"the {kind} installer does not accept {', '.join(bad)} (it takes "
@@ -240,7 +332,12 @@ def _prompts(lines):
         for m in _PROMPT_RE.finditer(ln):
             rest = ln[m.end():]
             nxt = lines[i + 1] if i + 1 < len(lines) else ""
-            if _ANSWER_RE.match(rest) and not _EOF_RE.search(rest) and not _EOF_RE.search(nxt):
+            # An answer piped to stdin is not echoed: the runtime's EULA question is followed by the line
+            # "[INFO] user accepted EULA" (or "... declined EULA", a refusal judged by the caller).
+            after = lines[i + 1:i + 3]
+            judged = [x for x in after if _EULA_ACCEPTED_RE.search(x) or _EULA_DECLINED_RE.search(x)]
+            eula = "EULA" in ln.upper() and bool(judged)
+            if eula or (_ANSWER_RE.match(rest) and not _EOF_RE.search(rest) and not _EOF_RE.search(nxt)):
                 answered.append(ln.strip())
             else:
                 unanswered = ln[:m.end()].strip()
@@ -268,7 +365,8 @@ def classify_installer_output(kind, rc, stdout, stderr=""):
       driver installation ...``) and does not say the change ``takes effect immediately``
     * ``immediate``: the output says the new version takes effect immediately
     * ``prompt``: the installer stopped at an interactive ``[y/n]`` question (the line), else None
-    * ``answered_prompts``: questions the output shows answered (``[y/N]y``): not a failure
+    * ``answered_prompts``: questions the output shows answered (``[y/N]y``, or the runtime's EULA question
+      followed by ``user accepted EULA``): not a failure; ``reason`` ``eula_declined`` when it says declined
     """
     text = "\n".join(t for t in (stdout or "", stderr or "") if t)
     lines = [ln.rstrip() for ln in text.splitlines()]
@@ -277,7 +375,9 @@ def classify_installer_output(kind, rc, stdout, stderr=""):
     success_line = next((ln.strip() for ln in lines if success_re.search(ln)), None)
     prompt, answered = _prompts(lines)
     reason = None
-    if prompt or rc == 257:
+    if any(_EULA_DECLINED_RE.search(ln) for ln in lines):
+        reason = "eula_declined"  # the runtime exits 0 after a declined EULA, having installed nothing
+    elif prompt or rc == 257:
         reason = "prompt"
     elif not _rc_ok(kind, rc):
         reason = "rc"

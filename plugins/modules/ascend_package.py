@@ -24,9 +24,14 @@ description:
     Every kind gets only the flags its installer accepts (one table, C(INSTALLER_FLAGS) in
     C(module_utils/run_package.py)): C(--quiet --nox11) for the HDK and CANN packages, C(--quiet)
     alone for the docker runtime (its own header rejects C(--nox11)); a flag the kind does not accept,
-    in O(extra_args) too, fails the task before anything runs. The installer's stdin is
-    C(/dev/null) so it can never wait on a question: an unanswered C([y/n]) prompt fails the task,
-    one the output shows answered (C([y/N]y), as newer installers log an accepted EULA) does not."
+    in O(extra_args) too, fails the task before anything runs. The docker runtime's C(--install-scene)
+    is passed only to versions that have it (6.0.RC3 on; before, C(docker) is their only scene). The
+    installer's stdin is C(/dev/null) so it can never wait on a question: an unanswered C([y/n]) prompt
+    fails the task, one the output shows answered (C([y/N]y)) does not."
+  - "EULA: the docker runtime from 26.1.0 asks C(Do you accept the EULA to install Ascend-docker-runtime?[Y/N])
+    on install and upgrade, and asks again on end of input (forever). Such a package is refused before anything
+    runs unless O(accept_eula) is true; then C(Y) is given on stdin and C([INFO] user accepted EULA) in the output
+    reads as answered (C(user declined EULA) fails the task although the installer exits 0)."
   - O(install_username), O(install_usergroup) and O(install_for_all) are only passed on a fresh
     install of the driver or a CANN package. The vendor installers refuse them with
     C(--upgrade), which keeps the recorded user; the firmware and docker runtime installers take
@@ -112,6 +117,12 @@ options:
     type: list
     elements: str
     default: []
+  accept_eula:
+    description:
+      - Accept the end user license agreement an installer asks for (the docker runtime from 26.1.0), by answering
+        C(Y) on its stdin. False refuses such a package before anything runs, naming this option.
+    type: bool
+    default: false
 notes:
   - The installer log is C(/var/log/ascend_seclog/ascend_install.log) unless the installer names another.
   - The firmware installer exits 2 on a successful upgrade; 0 and 2 are success.
@@ -153,6 +164,10 @@ RETURN = r"""
 changed:
   description: Whether the installer ran (or would run, in check mode).
   returned: always
+  type: bool
+eula:
+  description: Whether the installer asks to accept an EULA (answered with O(accept_eula)).
+  returned: when the installer is due to run
   type: bool
 kind:
   description: Package kind.
@@ -257,6 +272,7 @@ def main():
             allow_downgrade=dict(type="bool", default=False),
             force=dict(type="bool", default=False),
             extra_args=dict(type="list", elements="str", default=[]),
+            accept_eula=dict(type="bool", default=False),
         ),
         required_together=[["install_username", "install_usergroup"]],
         supports_check_mode=True,

@@ -15,8 +15,9 @@ description:
     every package's SHA-256, kept in the controller's sha256 cache while a file is unchanged (gigabytes are
     not read again on a re-run).
   - Fails, naming the host, each package, the setting the user wrote and the fix, when a setting is unusable, the
-    manifest is missing or malformed, a package is not listed in it, or a package is missing, a dangling link or
-    corrupt. Returns the manifest's digests of the packages otherwise. Changes nothing.
+    manifest is missing or malformed, a package is not listed in it, its manifest entry differs from the sha256
+    the release pins (O(pins)), or a package is missing, a dangling link or corrupt. Returns the manifest's
+    digests of the packages otherwise. Changes nothing.
   - An action plugin; it runs on the controller (a mirror's manifest is read by the node).
 author:
   - ascendops engineering (@ascendops)
@@ -72,6 +73,17 @@ options:
   cache_file:
     description: The controller's sha256 cache; default C($XDG_CACHE_HOME/ascendops/sha256.json); empty keeps nothing.
     type: str
+  pins:
+    description:
+      - "C({file: sha256}) the release pins (the C(packages) key of C(releases/<name>.yml)). A package whose entry in
+        the manifest differs from its pin is refused naming both sums, whatever the source: a mirror serves the
+        manifest and the packages from one place, the release file comes with the collection."
+    type: dict
+    default: {}
+  release:
+    description: The release's name, for messages about a pin.
+    type: str
+    default: ""
 """
 
 EXAMPLES = r"""

@@ -9,7 +9,7 @@ import stat
 import subprocess
 
 import pytest
-from simhelpers import ARCH, CURRENT, OTHER_ARCH, PREVIOUS, SIM_PACKAGES, build_all, make_node
+from simhelpers import ARCH, CURRENT, OTHER_ARCH, PREVIOUS, SIM_PACKAGES, build_all, build_set, make_node
 
 CHECK_OK = "Verifying archive integrity...  100%   SHA256 checksums are OK. All good."
 DRIVER_OK = "Driver package installed successfully! Reboot needed for installation/upgrade to take effect!"
@@ -450,3 +450,38 @@ def test_build_all_skips_up_to_date_sets(packages):
     assert all(p.stat().st_mtime_ns == before[p] for p in packages.current.glob("*.run"))
     assert all(p.stat().st_mtime_ns != before[p] for p in packages.previous.glob("*.run"))
     assert (packages.previous / ".stamp").read_text() != "stale\n"
+
+
+@pytest.fixture(scope="module")
+def runtimes(tmp_path_factory):
+    """Runtime packages of the versions whose installer options differ (5.x, 6.0.RC3 on, 26.1.0 on)."""
+    out = {}
+    for version in ("5.0.RC3", "26.1.0"):
+        d = tmp_path_factory.mktemp(f"rt-{version}")
+        build_set(d, {**CURRENT, "runtime": version}, only="docker-runtime")
+        (out[version],) = [p for p in d.iterdir() if p.name.startswith("Ascend-docker-runtime_")]
+    return out
+
+
+def test_a_5x_runtime_has_no_install_scene(node, runtimes):
+    r = node.install(runtimes["5.0.RC3"], "--install", "--install-scene=docker", "--quiet")
+    assert r.returncode == 1 and "[ERROR] failed, Unsupported parameters: --install-scene=docker" in r.stdout
+    r = node.install(runtimes["5.0.RC3"], "--install", "--quiet")
+    assert r.returncode == 0, r.stdout
+
+
+def test_the_26_1_runtime_asks_for_the_eula_and_reads_the_answer(node, runtimes):
+    pkg = runtimes["26.1.0"]
+    record = node.p("/usr/local/Ascend/Ascend-Docker-Runtime/ascend_docker_runtime_install.info")
+    r = node.install(pkg, "--install", "--quiet", input="N\n")
+    assert r.returncode == 0 and "[INFO] install cancelled, user declined EULA" in r.stdout
+    assert not record.exists()
+    r = node.install(pkg, "--install", "--quiet", input="")  # end of input: asked again and again
+    assert r.returncode == 1 and r.stdout.count("Do you accept the EULA to install Ascend-docker-runtime?[Y/N]") > 2
+    assert not record.exists()
+    r = node.install(pkg, "--install", "--install-scene=docker", "--quiet", input="Y\n")
+    assert r.returncode == 0, r.stdout
+    assert "Do you accept the EULA to install Ascend-docker-runtime?[Y/N]\n[INFO] user accepted EULA" in r.stdout
+    assert "version=v26.1.0" in record.read_text().splitlines()
+    r = node.install(pkg, "--install", "--ce=isula", input="Y\n")
+    assert r.returncode == 1 and "[ERROR] failed, unsupported parameters: --ce=isula" in r.stdout

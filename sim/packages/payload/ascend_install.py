@@ -59,9 +59,46 @@ BASE_LIST = """\
 /usr/local/bin/npu-smi
 /var/queue_schedule
 """
-# The runtime's options (its run_main.sh help); every other argument is "Unsupported parameter", rc 1.
-RUNTIME_OPTIONS = ("--install", "--upgrade", "--uninstall", "--install-path", "--install-scene", "--quiet",
-                   "--install-type", "--ce")
+# The runtime's options by version (its run_main.sh help: docs/sim-contract.md cites each): 5.x takes no
+# --install-scene; 6.0.RC3 added it and --config-file-path; 26.1.0 dropped --ce and asks for the EULA first.
+# Any other argument: "[ERROR] failed, Unsupported parameters: <arg>" (5.x; lower case from 6.0.RC3), the help, rc 1.
+RUNTIME_OPTIONS = ("--install", "--upgrade", "--uninstall", "--install-path", "--quiet", "--install-type", "--version")
+RUNTIME_SCENE_FROM = "6.0.rc3"
+RUNTIME_EULA_FROM = "26.1.0"
+EULA_QUESTION = "Do you accept the EULA to install Ascend-docker-runtime?[Y/N]"
+# The vendor's installer asks again for ever on end of input; the stand-in gives up after this many (SIMULATION
+# ONLY: a test that starts it unanswered ends instead of hanging) and says so.
+EULA_MAX_ASKS = 50
+
+
+def runtime_options(version: str) -> tuple:
+    opts = RUNTIME_OPTIONS
+    if _vkey(version) >= _vkey(RUNTIME_SCENE_FROM):
+        opts += ("--install-scene", "--config-file-path")
+    if _vkey(version) < _vkey(RUNTIME_EULA_FROM):
+        opts += ("--ce",)
+    return opts
+
+
+def runtime_unsupported(version: str, arg: str) -> str:
+    word = "Unsupported" if _vkey(version) < _vkey(RUNTIME_SCENE_FROM) else "unsupported"
+    return f" failed, {word} parameters: {arg}"
+
+
+def ask_eula() -> bool:
+    """The 26.1.0 installer's question, answered on stdin (Y: accepted, N: declined); asked again otherwise."""
+    print(EULA_QUESTION, flush=True)
+    for _ in range(EULA_MAX_ASKS):
+        line = sys.stdin.readline()
+        answer = line.strip()
+        if answer in ("Y", "y"):
+            print("[INFO] user accepted EULA", flush=True)
+            return True
+        if answer in ("N", "n"):
+            print("[INFO] install cancelled, user declined EULA", flush=True)
+            return False
+        print(EULA_QUESTION, flush=True)
+    raise Failure(f" SIMULATION: no answer after {EULA_MAX_ASKS} questions (the vendor's installer asks for ever)")
 
 
 class UsageError(Exception):
@@ -150,14 +187,14 @@ def usage(kind: str) -> str:
     return "\n".join(lines)
 
 
-def parse(argv: list[str], kind: str) -> dict:
+def parse(argv: list[str], kind: str, version: str = "") -> dict:
     meta = KINDS[kind]
     opts = {"actions": [], "user": None, "group": None, "for_all": False, "path": None,
             "quiet": False, "scene": None}
     for arg in argv:
         name, eq, value = arg.partition("=")
-        if kind == "docker-runtime" and name not in RUNTIME_OPTIONS:
-            raise UsageError(f"Unsupported parameter: {arg}")
+        if kind == "docker-runtime" and name not in runtime_options(version):
+            raise UsageError(runtime_unsupported(version, arg))
         if kind in NO_USER_FLAGS and name in ("--install-username", "--install-usergroup", "--install-for-all"):
             raise UsageError(f"Unsupported parameter: {arg}")
         if not eq and name.startswith("--") and name[2:] in meta["actions"]:
@@ -628,6 +665,8 @@ def install_runtime(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> in
         raise UsageError(f"Unsupported install scene: {scene}")
     if scene != "docker":
         raise Failure(f"--install-scene={scene} is not supported by the simulator (only docker).")
+    if mode in ("install", "upgrade") and _vkey(pkg["version"]) >= _vkey(RUNTIME_EULA_FROM) and not ask_eula():
+        return 0  # the vendor's exits 0 after a declined EULA, having installed nothing
     # a second --install (of any version) is accepted silently, as the vendor's installer does
     if mode in ("upgrade", "uninstall") and not installed:
         raise Failure("Ascend-docker-runtime is not installed. Use --install to install it.")
@@ -691,7 +730,7 @@ def install(argv: list[str], pkg: dict) -> int:
     run.detail(f"Start: {KINDS[kind]['title']} {pkg['version']} {' '.join(argv)}")
     mode = "none"
     try:
-        opts = parse(argv, kind)
+        opts = parse(argv, kind, pkg["version"])
         if len(set(opts["actions"])) > 1:
             raise Failure("Only one of " + ", ".join(f"--{a}" for a in opts["actions"]) + " can be used.")
         mode = opts["actions"][0]

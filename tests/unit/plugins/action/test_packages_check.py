@@ -96,3 +96,29 @@ def test_a_mirror_manifest_is_read_by_the_node_through_uri(tmp_path):
                execute=execute)
     assert out["failed"] and "cannot read the package manifest http://m/r/SHA256SUMS" in out["msg"]
     assert "Status code was 404" in out["msg"]
+
+
+def test_a_package_whose_manifest_entry_differs_from_the_release_pin_is_refused_naming_both_sums(pkgs, tmp_path):
+    # A mirror (or directory) whose package and manifest were both replaced agree with each other: only the
+    # release's pin tells them apart.
+    (pkgs / "a.run").write_bytes(b"EVIL")
+    evil = hashlib.sha256(b"EVIL").hexdigest()
+    (pkgs / "SHA256SUMS").write_text(f"{evil}  a.run\n")
+    pin = hashlib.sha256(b"A").hexdigest()
+    out = _run(_args(pkgs, tmp_path, pins={"a.run": pin.upper()}, release="r1"))
+    assert out["failed"]
+    assert evil in out["msg"] and pin in out["msg"] and "release r1 pins" in out["msg"] and "n1: a.run" in out["msg"]
+
+
+def test_a_pin_that_matches_passes_and_unpinned_packages_are_checked_as_before(pkgs, tmp_path):
+    pin = hashlib.sha256(b"A").hexdigest()
+    assert not _run(_args(pkgs, tmp_path, pins={"a.run": pin}, release="r1")).get("failed")
+    assert not _run(_args(pkgs, tmp_path, pins={"other.run": "0" * 64})).get("failed")
+
+
+def test_a_mirror_manifest_that_disagrees_with_the_pin_is_refused_before_any_node_downloads(tmp_path):
+    pin = hashlib.sha256(b"A").hexdigest()
+    execute = mock.Mock(return_value={"content": f"{'1' * 64}  a.run\n"})
+    out = _run({"packages": ["a.run"], "source": "mirror", "mirror_url": "http://m", "manifest": "SHA256SUMS",
+                "pins": {"a.run": pin}, "release": "r1"}, execute=execute)
+    assert out["failed"] and pin in out["msg"] and "1" * 64 in out["msg"]

@@ -35,6 +35,13 @@ def test_driver_version_info():
     assert info_version(info) == "24.1.rc1"
 
 
+def test_a_record_whose_version_is_a_components_names_its_package_version():
+    """A 26.0 driver version.info: Version= is a component's version, package_version= the release."""
+    info = parse_key_value("Version=7.8.0.5.210\npackage_version=26.0.rc1\ncompatible_version_fw=[7.0.0,8.9.9]\n")
+    assert info_version(info) == "26.0.rc1"
+    assert info_version(parse_key_value("Version=24.1.rc1\npackage_version=\n")) == "24.1.rc1"
+
+
 def test_firmware_version_info():
     info = parse_key_value(fixture("firmware_version.info"))
     assert dict(info) == {"Version": "7.1.0.11.220"}

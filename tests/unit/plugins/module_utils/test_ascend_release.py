@@ -152,6 +152,9 @@ def test_sim_release_image_matches_the_cpu_build_pins():
     (lambda d: d["cann_python"].update(numpy="less than two"), "cann_python.numpy", "version range"),
     (lambda d: d["image"]["pins"].update(numpy="1.26.4"), "image.pins.numpy", "set image.numpy"),
     (lambda d: d.update(name="other"), "name", "differs from the file name"),
+    (lambda d: d.update(packages=["a.run"]), "packages", "must be a mapping"),
+    (lambda d: d.update(packages={"a.run": "abc"}), "packages.a.run", "64 hex digits"),
+    (lambda d: d.update(packages={"x/a.run": "0" * 64}), "packages.x/a.run", "no directory"),
 ])
 def test_schema_errors_name_the_file_and_the_key(tmp_path, mutate, key, words):
     data = raw()
@@ -160,6 +163,14 @@ def test_schema_errors_name_the_file_and_the_key(tmp_path, mutate, key, words):
     with pytest.raises(r.ReleaseError) as err:
         r.validate_release(yaml.safe_load(Path(path).read_text()), path)
     assert str(err.value).startswith(f"{path}: {key}: ") and words in str(err.value)
+
+
+def test_package_pins_are_read_lowercase_and_absent_pins_are_none():
+    data = raw()
+    data["packages"] = {"Ascend-hdk-910b-npu-driver_24.1.0_linux-aarch64.run": "AB" * 32}
+    rel = r.validate_release(data, "910b-cann8.2.rc1.yml")
+    assert rel["packages"] == {"Ascend-hdk-910b-npu-driver_24.1.0_linux-aarch64.run": "ab" * 32}
+    assert r.validate_release(raw(), "910b-cann8.2.rc1.yml")["packages"] == {}
 
 
 def test_unknown_release_name_lists_the_known_ones():

@@ -114,6 +114,21 @@ def test_end_firmware_outside_the_installed_drivers_range_is_refused():
     assert "n1: firmware 7.5.0.2.220 is outside driver 24.1.rc1's compatible_version_fw=[7.0.0,7.2.99]" in out[0]["msg"]
 
 
+def test_the_end_driver_outside_the_kept_firmwares_compatible_version_drv_is_refused():
+    """The other side of the pair: the firmware's own version.info names the drivers it runs with."""
+    end = {"driver": "25.0.rc1.1", "firmware": "7.5.0.2.220"}
+    info = {"Version": "7.5.0.2.220", "compatible_version_drv": "[23.0.0,24.1.99],[24.1.rc1,24.1.rc9]"}
+    firmware = {"version": "7.5.0.2.220", "info": info}
+    out = r.check_end_state("n1", end, {}, firmware, {})
+    assert [f["component"] for f in out] == ["driver"]
+    assert ("n1: driver 25.0.rc1.1 is outside firmware 7.5.0.2.220's compatible_version_drv=[23.0.0,24.1.99],"
+            "[24.1.rc1,24.1.rc9]") in out[0]["msg"]
+    assert r.check_end_state("n1", dict(end, driver="24.1.rc2"), {}, firmware, {}) == []
+    # a firmware the run replaces, or one whose record names no range, is not judged by its record
+    assert r.check_end_state("n1", dict(end, firmware="7.7.0.1.231"), {}, firmware, {}) == []
+    assert r.check_end_state("n1", end, {}, {"version": "7.5.0.2.220", "info": {}}, {}) == []
+
+
 def test_a_driver_that_declares_no_firmware_range_or_is_replaced_is_not_judged_here():
     end = {"driver": "24.1.rc1", "firmware": "7.5.0.2.220"}
     assert r.check_end_state("n1", end, {"version": "24.1.rc1", "info": {"Version": "24.1.rc1"}}, {}, {}) == []

@@ -159,6 +159,12 @@ def test_parse_range(spec, bounds):
     ("8.3.T5.0.B028", ">=7.6", None),
     ("24.1.rc1", ">=7.6.T13.0.B094", None),
     ("24.1.rc1", "", None),
+    # a list of intervals, any one may hold (310P 25.3.rc1 driver version.info, compatible_version_fw)
+    ("6.4.12", "[6.4.0,6.4.99],[7.0.0,8.9.9]", True),
+    ("7.5.0.2.220", "[6.4.0,6.4.99],[7.0.0,8.9.9]", True),
+    ("6.5.0", "[6.4.0,6.4.99],[7.0.0,8.9.9]", False),
+    ("9.0.0", "[6.4.0,6.4.99],[7.0.0,8.9.9]", False),
+    ("7.5.T1", "[6.4.0,6.4.99],[7.0.0,8.9.9]", None),
 ])
 def test_in_range(version, spec, verdict):
     assert in_range(version, spec) is verdict

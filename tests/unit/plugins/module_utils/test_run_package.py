@@ -47,6 +47,12 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.run_package impo
     # build-internal and alpha versions are versions in a name too
     ("Ascend-cann-toolkit_8.3.T5.0.B028_linux-aarch64.run", ("toolkit", "8.3.T5.0.B028", "aarch64", None)),
     ("Ascend-cann-toolkit_8.0.0.alpha002_linux-aarch64.run", ("toolkit", "8.0.0.alpha002", "aarch64", None)),
+    # older releases: HDK names without "npu-", the Atlas 800 training servers' own names
+    ("Ascend-hdk-910b-firmware_7.5.0.1.129.run", ("firmware", "7.5.0.1.129", None, "910b")),
+    ("Ascend-hdk-910-driver_23.0.rc1_linux-aarch64.run", ("driver", "23.0.rc1", "aarch64", "910")),
+    ("A800-9010-npu-driver_21.0.2_linux-x86_64.run", ("driver", "21.0.2", "x86_64", "a800-9010")),
+    ("A800-9000-npu-driver_21.0.4_linux-aarch64.run", ("driver", "21.0.4", "aarch64", "a800-9000")),
+    ("A800-9000-npu-firmware_1.79.22.5.220.run", ("firmware", "1.79.22.5.220", None, "a800-9000")),
 ])
 def test_package_file_names(name, expected):
     parsed = parse_package_filename(name)
@@ -336,3 +342,82 @@ def test_run_command_prompt_regex_leaves_answered_questions_alone():
     assert not prompt.search(EULA_ANSWERED)
     assert prompt.search("Do you want to try build driver after input kernel absolute path? [y/n]")
     assert prompt.search("Continue? [y/N]\n[ERROR]...")
+
+
+# ------------------------------------------------------------------ docker runtime versions (their usage texts)
+
+USAGE_DIR = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures" / "docker-runtime-usage"
+USAGE_VERSIONS = ("5.0.RC3", "6.0.RC3", "7.3.0", "26.0.1", "26.1.0")
+
+
+def _usage_options(version):
+    """The options a usage text lists (its option column, `--name` or `--name=<value>`)."""
+    text = (USAGE_DIR / f"{version}.txt").read_text()
+    return {m.split("=")[0] for m in re.findall(r"(?m)^\s{2}(--[a-z0-9-]+(?:=<\w+>)?)", text)}
+
+
+@pytest.mark.parametrize("version", USAGE_VERSIONS)
+def test_runtime_options_are_what_that_versions_usage_lists(version):
+    from ansible_collections.ascendops.cluster.plugins.module_utils.run_package import (
+        RUNTIME_HEADER_OPTIONS,
+        runtime_options,
+    )
+
+    # The header's options (5.x-26.0 list them as "meaningless", 26.1 no longer) are the package's, not the script's.
+    # (--nox11 too: listed "meaningless" up to 6.0, but the vendor's header refuses it; never passed.)
+    listed = _usage_options(version) - {"--help", "--nox11"} - set(RUNTIME_HEADER_OPTIONS)
+    assert "--install" in listed, "the fixture lists no option"
+    assert set(runtime_options(version)) - set(RUNTIME_HEADER_OPTIONS) == listed
+
+
+@pytest.mark.parametrize("version, scene, expected", [
+    ("5.0.RC3", "docker", []),
+    ("6.0.RC3", "docker", ["--install-scene=docker"]),
+    ("6.0.RC3", "containerd", ["--install-scene=containerd"]),
+    ("7.3.0", "isula", ["--install-scene=isula"]),
+    ("26.1.0", "containerd", ["--install-scene=containerd"]),
+])
+def test_the_scene_goes_only_to_versions_that_take_it(version, scene, expected):
+    args = installer_args("docker_runtime", "install", scene=scene, version=version)
+    assert args == ["--install"] + expected + ["--quiet"]
+    listed = _usage_options(version)
+    assert all(a.split("=")[0] in listed | {"--quiet"} for a in args)
+
+
+@pytest.mark.parametrize("version, scene, extra, words", [
+    ("5.0.RC3", "containerd", (), "has no --install-scene"),
+    ("6.0.RC3", "isula", (), "takes --install-scene=docker|containerd, not isula"),
+    ("26.1.0", None, ("--ce=isula",), "does not accept --ce=isula"),
+])
+def test_options_a_version_does_not_take_are_refused(version, scene, extra, words):
+    with pytest.raises(InstallerFlagError, match=re.escape(words)):
+        installer_args("docker_runtime", "install", scene=scene, extra_args=extra, version=version)
+
+
+@pytest.mark.parametrize("version, asks", [("5.0.RC3", False), ("7.3.0", False), ("26.0.1", False),
+                                           ("26.1.0", True), ("26.1.RC1", False), ("27.0.0", True)])
+def test_the_eula_is_asked_from_26_1_0(version, asks):
+    from ansible_collections.ascendops.cluster.plugins.module_utils.run_package import asks_eula
+
+    assert asks_eula("docker_runtime", version) is asks
+    assert asks_eula("driver", version) is False
+
+
+EULA_Q = "Do you accept the EULA to install Ascend-docker-runtime?[Y/N]"
+
+
+def test_the_eula_answered_on_stdin_reads_as_answered():
+    out = "\n".join([EULA_Q, "[INFO] user accepted EULA", "[INFO] installing ascend-docker-runtime",
+                     "[INFO] ascend-docker-runtime install success"])
+    v = classify_installer_output("docker_runtime", 0, out)
+    assert v["success"] and v["prompt"] is None and v["answered_prompts"] == [EULA_Q]
+
+
+def test_a_declined_eula_fails_although_the_installer_exits_0():
+    v = classify_installer_output("docker_runtime", 0, EULA_Q + "\n[INFO] install cancelled, user declined EULA\n")
+    assert not v["success"] and v["reason"] == "eula_declined"
+
+
+def test_an_unanswered_eula_question_is_a_prompt():
+    v = classify_installer_output("docker_runtime", 1, "\n".join([EULA_Q] * 3))
+    assert not v["success"] and v["reason"] == "prompt" and v["prompt"] == EULA_Q

@@ -159,6 +159,20 @@ FAKE_RUN = textwrap.dedent(r"""
     if [ "$action" = upgrade ] && [ ! -f "$rec" ]; then
       echo "[ERROR]$KIND is not installed, use --$fresh"; exit 1
     fi
+    # The runtime's EULA question from 26.1.0 (Ascend/mind-cluster v26.1.0 run_main.sh check_eula): asked before
+    # anything is installed, again on any other answer (end of input too: the real one loops for ever; bounded here).
+    if [ "$MODE" = eula ]; then
+      echo "Do you accept the EULA to install Ascend-docker-runtime?[Y/N]"
+      yn=""; if [ "$stdin" = data ]; then yn=$_line; fi; asked=1
+      while true; do
+        case "$yn" in
+          [Yy]) echo "[INFO] user accepted EULA"; break;;
+          [Nn]) echo "[INFO] install cancelled, user declined EULA"; exit 0;;
+          *) asked=$((asked + 1)); if [ "$asked" -gt 20 ]; then exit 1; fi
+             echo "Do you accept the EULA to install Ascend-docker-runtime?[Y/N]"; read -r yn || yn="";;
+        esac
+      done
+    fi
     case "$MODE" in
       dkms) echo "[ERROR]Dkms install failed, details in : var/log/ascend_seclog/ascend_install.log."; exit 1;;
       missing_tools) echo "[ERROR]The list of missing tools: lspci,ifconfig,"; exit 1;;
@@ -185,11 +199,6 @@ FAKE_RUN = textwrap.dedent(r"""
     case "$MODE" in
       nosuccess) exit 0;;
       rc3) exit 3;;
-      eula)
-        echo "Do you accept the EULA to install this package? [y/N]y"
-        echo "[INFO] user accepted EULA"
-        echo "[INFO] Ascend Docker Runtime install success"
-        exit 0;;
       immediate)
         echo "[Driver] [2025-07-17 10:35:22] [INFO]driver install type: DKMS"
         echo "[Driver] [2025-07-17 10:36:30] [INFO]upgradePercentage:100%"

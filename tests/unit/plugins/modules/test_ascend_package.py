@@ -684,12 +684,46 @@ def test_version_warning_when_record_disagrees(run, make_package, root):
     assert any("24.1.rc2" in w for w in res["warnings"])
 
 
-def test_answered_eula_question_is_a_success(run, make_package, root):
-    """A 26.x runtime installer that logs the EULA question answered ([y/N]y), then success."""
-    pkg = make_package(RUNTIME, "docker_runtime", "6.0.0", mode="eula")
+RUNTIME_EULA = "Ascend-docker-runtime_26.1.0_linux-aarch64.run"
+
+
+def test_an_installer_that_asks_for_the_eula_is_refused_before_it_runs(run, make_package, root):
+    """26.1.0 asks on --install and --upgrade and asks again on end of input: never started unanswered."""
+    pkg = make_package(RUNTIME_EULA, "docker_runtime", "26.1.0", mode="eula")
     res = run(pkg)
+    assert res["failed"] and "accept_eula" in res["msg"] and RUNTIME_EULA in res["msg"]
+    assert "nothing was changed" in res["msg"]
+    assert pkg.argvs() == []  # not even the archive check
+    installed(root, "docker_runtime", "7.3.0")
+    res = run(pkg)
+    assert res["failed"] and res["action"] == "upgrade" and pkg.argvs() == []
+
+
+def test_accepted_eula_is_answered_on_stdin_and_read_as_answered(run, make_package, root):
+    pkg = make_package(RUNTIME_EULA, "docker_runtime", "26.1.0", mode="eula")
+    res = run(pkg, accept_eula=True, install_scene="docker")
     assert not res.get("failed"), res.get("msg")
-    assert res["changed"] and res["version_after"] == "v6.0.0"
+    assert res["changed"] and res["eula"] is True and res["version_after"] == "v26.1.0"
+    assert "[INFO] user accepted EULA" in res["stdout_lines"]
+    assert pkg.calls()[-1] == ("data", ["--install", f"--install-path={root}", "--install-scene=docker", "--quiet"])
+
+
+def test_a_runtime_before_26_1_is_not_asked_and_gets_no_answer(run, make_package, root):
+    pkg = make_package(RUNTIME.replace("6.0.0", "26.0.1"), "docker_runtime", "26.0.1")
+    res = run(pkg, accept_eula=True)
+    assert not res.get("failed"), res.get("msg")
+    assert res["eula"] is False and pkg.calls()[-1][0] == "eof"
+
+
+def test_scene_is_not_passed_to_a_runtime_that_has_no_such_option(run, make_package, root):
+    """5.x's run_main.sh answers --install-scene with "Unsupported parameters" (rc 1): docker is its only scene."""
+    pkg = make_package("Ascend-docker-runtime_5.0.RC3_linux-aarch64.run", "docker_runtime", "5.0.RC3")
+    res = run(pkg, install_scene="containerd")
+    assert res["failed"] and "has no --install-scene" in res["msg"]
+    assert [a for a in pkg.argvs() if a != ["--check"]] == []
+    res = run(pkg, install_scene="docker")
+    assert not res.get("failed"), res.get("msg")
+    assert pkg.argvs()[-1] == ["--install", f"--install-path={root}", "--quiet"]
 
 
 def test_second_run_of_an_unchanged_runtime_installs_nothing(run, make_package, root):
