@@ -5,7 +5,8 @@
 # cgroup.procs: no such file") although the nodes run on. Multi-node scenarios need several nodes at
 # once, so while they run this loop puts back any missing folder of a running simulated node.
 # Nothing happens on cgroup v2 hosts or where the hierarchy is absent.
-#   usage: sim/cgroup-keeper.sh   (runs until killed; scripts/molecule-all.sh starts and stops it)
+#   usage: sim/cgroup-keeper.sh   (runs until killed; scripts/molecule-all.sh starts and stops one for the
+#   scenarios, sim/cluster.sh up one for the simulated cluster's life, which sim/cluster.sh down stops)
 set -u
 root=/sys/fs/cgroup/systemd/libpod_parent
 n=0 ids=""

@@ -36,6 +36,33 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+# The cgroup keeper (sim/cgroup-keeper.sh) for the cluster's life: on a cgroup-v1 host, starting or rebooting
+# one node removes the other nodes' name=systemd cgroup folders, after which `podman exec` into them fails
+# (seen about an hour after `make sim`). `up` starts one (detached, its PID in $state), `down` stops it.
+keeper_pid=$state/cgroup-keeper.pid
+keeper_running() {
+  local pid
+  pid=$(cat "$keeper_pid" 2>/dev/null) || return 1
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && grep -q cgroup-keeper "/proc/$pid/cmdline" 2>/dev/null
+}
+keeper_start() {  # SIM_CGROUP_KEEPER=0: none (to show what it prevents)
+  [ "${SIM_CGROUP_KEEPER:-1}" != 0 ] || return 0
+  [ -d /sys/fs/cgroup/systemd ] && [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ] || return 0
+  keeper_running && return 0
+  mkdir -p "$state"
+  setsid "$here/cgroup-keeper.sh" </dev/null >"$state/cgroup-keeper.log" 2>&1 &
+  echo $! > "$keeper_pid"
+  echo "cgroup keeper started (PID $(cat "$keeper_pid"), stopped by sim/cluster.sh down)"
+}
+keeper_stop() {
+  local i
+  if keeper_running; then
+    kill "$(cat "$keeper_pid")" 2>/dev/null || true
+    for i in $(seq 1 50); do keeper_running || break; sleep 0.1; done
+  fi
+  rm -f "$keeper_pid"
+}
+
 node_names() { podman ps -a --filter "label=ascendops.sim.node" --format '{{.Names}}' | sort; }
 
 down() {
@@ -47,6 +74,7 @@ down() {
     podman network exists "$net" && podman network rm -f "$net" >/dev/null
   done
   rm -f "$state/inventory.json"
+  keeper_stop
   # Ansible's fact cache (ansible.cfg: .cache/facts, 10 minutes) still holds the removed nodes' facts:
   # a node brought up again under the same name has other interfaces (podman's ethN order varies), and
   # the launch stage took gloo's interface from the stale facts (the 4-node pre-flight failed).
@@ -79,6 +107,7 @@ up() {
     podman network create --subnet "$roce_cidr.0/24" --label ascendops.sim.node "$roce_net" >/dev/null
   podman volume exists "$shared_vol" ||
     podman volume create --label ascendops.sim.node=shared "$shared_vol" >/dev/null
+  keeper_start
   local i name ip iface hosts=()
   for i in $(seq 1 "$nodes"); do
     name=node$i; ip=$mgmt_cidr.$((10 + i))
@@ -142,6 +171,6 @@ status() {
 case "$cmd" in
   up) up ;;
   down) down ;;
-  status) status ;;
+  status) status; if keeper_running; then echo "cgroup keeper: PID $(cat "$keeper_pid")"; fi ;;
   *) sed -n '2,12p' "$0"; exit 2 ;;
 esac

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Benchmark of the controller's cluster-wide work (no node is contacted): builds inventory-only
+# clusters from inventories/sample (N hosts, 8 NPUs each, roce_address_offset 10 + 8 i in the sample's
+# 10.20.0.0/16 device subnet, management addresses in 198.18.0.0/15, the benchmarking range, which no
+# node answers) and times, per size:
+#   plan      ansible-playbook playbooks/plan.yml (the IP plan, its validation, the rank table preview)
+#   validate  ansible-playbook playbooks/validate.yml --skip-tags validate_nodes: every check of site.yml
+#             that needs no node (the controller play, every role's settings against its argument spec,
+#             every role's validate_checks.yml without the tasks tagged validate_nodes, the release
+#             checks); no task of it connects to a node (no module runs on one: only action plugins that
+#             run on the controller, set_fact, assert, validate_argument_spec)
+# and prints one JSON line per size ({"hosts", "plan_s", "plan_ms_per_host", "validate_s",
+# "validate_ms_per_host"}), then one line with the growth ratios between consecutive sizes.
+#   scripts/bench-scale.sh [--sizes 64,256,1024,4096] [--forks 16] [--keep DIR] [--profile]
+# --profile adds ansible.posix.profile_tasks to each run (logs in the work directory, kept with --keep).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+sizes=64,256,1024,4096; forks=16; keep=""; profile=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --sizes) sizes=$2; shift 2 ;;
+    --forks) forks=$2; shift 2 ;;
+    --keep) keep=$2; shift 2 ;;
+    --profile) profile=1; shift ;;
+    *) echo "bench-scale.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[[ $sizes =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "bench-scale.sh: --sizes takes numbers separated by commas" >&2; exit 2; }
+[[ $forks =~ ^[0-9]+$ ]] || { echo "bench-scale.sh: --forks takes a number" >&2; exit 2; }
+export PATH=$repo/.venv/bin:$PATH ANSIBLE_CONFIG=$repo/ansible.cfg
+work=${keep:-$(mktemp -d)}
+mkdir -p "$work"
+[ -n "$keep" ] || trap 'rm -rf "$work"' EXIT
+# Facts of the generated hosts in a cache of their own (none are gathered; nothing left in .cache/facts).
+export ANSIBLE_CACHE_PLUGIN_CONNECTION=$work/facts
+callbacks=ascendops.cluster.preload
+[ "$profile" = 0 ] || callbacks=$callbacks,ansible.posix.profile_tasks
+
+make_inventory() {  # make_inventory N DIR
+  local n=$1 dir=$2
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  cp -r inventories/sample/group_vars "$dir/"
+  python3 - "$n" "$dir/hosts.yml" <<'EOF'
+import sys
+n, path = int(sys.argv[1]), sys.argv[2]
+if not 1 <= n <= 8190:
+    sys.exit("bench-scale.sh: a size must be 1..8190 hosts (8 device addresses each in one /16)")
+with open(path, "w", encoding="utf-8") as out:
+    out.write("---\nall:\n  children:\n    npu_nodes:\n      hosts:\n")
+    for i in range(n):
+        mgmt = 18 * 256 * 256 + 1 + i  # 198.18.0.1 onwards
+        out.write(f"        a2-node{i + 1:05d}:\n"
+                  f"          ansible_host: 198.{mgmt >> 16 & 255}.{mgmt >> 8 & 255}.{mgmt & 255}\n"
+                  f"          roce_address_offset: {10 + 8 * i}\n")
+EOF
+}
+
+run_timed() {  # run_timed LOG ARGS...: prints the seconds taken; the log keeps the output
+  local log=$1 t0 t1
+  shift
+  t0=$(date +%s.%N)
+  if ! ANSIBLE_CALLBACKS_ENABLED=$callbacks ansible-playbook -f "$forks" "$@" >"$log" 2>&1; then
+    echo "bench-scale.sh: failed: ansible-playbook $* (log: $log)" >&2
+    tail -20 "$log" >&2
+    return 1
+  fi
+  t1=$(date +%s.%N)
+  python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$t0" "$t1"
+}
+
+results=()
+IFS=, read -r -a list <<<"$sizes"
+for n in "${list[@]}"; do
+  inv=$work/inventory-$n
+  make_inventory "$n" "$inv"
+  plan_s=$(run_timed "$work/plan-$n.log" playbooks/plan.yml -i "$inv/hosts.yml")
+  validate_s=$(run_timed "$work/validate-$n.log" playbooks/validate.yml -i "$inv/hosts.yml" --skip-tags validate_nodes)
+  line=$(python3 -c '
+import json, sys
+n, plan, validate = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+print(json.dumps({"hosts": n, "plan_s": plan, "plan_ms_per_host": round(plan * 1000 / n, 1),
+                  "validate_s": validate, "validate_ms_per_host": round(validate * 1000 / n, 1)}))
+' "$n" "$plan_s" "$validate_s")
+  echo "$line"
+  results+=("$line")
+done
+printf '%s\n' "${results[@]}" | python3 -c '
+import json, sys
+rows = [json.loads(line) for line in sys.stdin if line.strip()]
+growth = []
+for a, b in zip(rows, rows[1:]):
+    growth.append({"from_hosts": a["hosts"], "to_hosts": b["hosts"], "hosts_ratio": round(b["hosts"] / a["hosts"], 2),
+                   "plan_ratio": round(b["plan_s"] / a["plan_s"], 2),
+                   "validate_ratio": round(b["validate_s"] / a["validate_s"], 2)})
+print(json.dumps({"growth": growth}))
+'
