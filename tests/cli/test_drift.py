@@ -276,3 +276,23 @@ def test_stage_seconds_from_the_play_banners_as_they_come(smap):
                  {"rc": 0, "wall_s": 20.0, "changed": 0, "stages": {"roce": 6.0}},
                  {"rc": 0, "wall_s": 25.0, "changed": 0, "stages": {"roce": 8.0}}])
     assert m["total_s"] == 25.0 and m["stages"] == {"roce": 8.0}
+
+
+def test_extra_vars_reach_ansible_playbook_as_its_own_minus_e_reads_them(tmp_path):
+    """-e values go to ansible-playbook unchanged (through ansible-runner's cmdline): quoted KEY=VALUE pairs,
+    YAML/JSON and @file, each read by Ansible itself, the later value winning."""
+    target = tmp_path / "seen"
+    target.write_text("")
+    tasks = (f"    - name: RoCE | What the variables say\n      ansible.builtin.copy:\n        dest: {target}\n"
+             "        content: \"{{ a }}|{{ b }}|{{ c | to_json }}|{{ d }}\\n\"\n        mode: '0644'\n")
+    proj = _project(tmp_path, {"roce": tasks})
+    inv = _inventory(tmp_path)
+    varfile = tmp_path / "vars.yml"
+    varfile.write_text("d: from the file\nb: overridden\n")
+    out = tmp_path / "drift.json"
+    rc = main(["drift", "-i", inv, "--project-dir", proj, "--json", str(out), "-e", "a='two words' b=x",
+               "-e", '{"c": [1, 2]}', "-e", f"@{varfile}", "-e", "d=last"])
+    assert rc == d.EXIT_DRIFT, out.read_text() if out.exists() else rc
+    change = json.loads(out.read_text())["hosts"]["node1"]["stages"]["roce"][0]
+    assert change["diff"] == ["+two words|overridden|[1, 2]|last"]
+    assert target.read_text() == ""

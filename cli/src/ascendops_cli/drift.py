@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -309,9 +310,12 @@ def find_project_dir(start: str | None = None) -> str:
 
 
 def run_drift(inventory: str, *, project_dir: str, limit: str | None = None, stages: list[str] | None = None,
-              extravars: dict[str, Any] | None = None, keep_artifacts: str | None = None,
+              extra_vars: list[str] | None = None, keep_artifacts: str | None = None,
               verbose: bool = False) -> DriftReport:
-    """Run the playbooks in check mode with diffs through ansible-runner and build the report."""
+    """Run the playbooks in check mode with diffs through ansible-runner and build the report.
+
+    ``extra_vars``: each value of the command's ``-e``, handed to ansible-playbook's own ``-e`` unchanged
+    (ansible-runner's cmdline), so KEY=VALUE with quoting, YAML/JSON and @file read exactly as there."""
     import ansible_runner
 
     smap = StageMap.load(project_dir)
@@ -335,8 +339,9 @@ def run_drift(inventory: str, *, project_dir: str, limit: str | None = None, sta
     try:
         r = ansible_runner.run(
             private_data_dir=private, project_dir=project_dir, playbook=wrapper,
-            inventory=os.path.abspath(inventory), limit=limit, extravars=extravars or None,
-            cmdline="--check --diff",  # always: drift never changes a node
+            inventory=os.path.abspath(inventory), limit=limit,
+            # always --check --diff: drift never changes a node
+            cmdline=shlex.join(["--check", "--diff"] + [a for v in extra_vars or () for a in ("-e", v)]),
             envvars=env, quiet=not verbose, suppress_env_files=True,
         )
         events = list(r.events)

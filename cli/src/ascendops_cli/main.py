@@ -25,31 +25,11 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--stage", action="append", choices=STAGES, metavar="STAGE",
                    help=f"only this stage (repeatable; {', '.join(STAGES)}); validation always runs first")
     d.add_argument("-e", "--extra-vars", action="append", default=[], metavar="KEY=VALUE|@FILE|JSON",
-                   help="extra variables, as for ansible-playbook -e (KEY=VALUE, a JSON object, or @file.json)")
+                   help="extra variables, passed to ansible-playbook -e as given (KEY=VALUE ..., YAML/JSON, @file)")
     d.add_argument("--project-dir", help="the ascendops clone (default: found from the working directory)")
     d.add_argument("--keep-artifacts", metavar="DIR", help="keep ansible-runner's artifacts (events, stdout) in DIR")
     d.add_argument("-v", "--verbose", action="store_true", help="show ansible-playbook's output while it runs")
     return p
-
-
-def _extravars(values: list[str]) -> dict:
-    out: dict = {}
-    for v in values:
-        v = v.strip()
-        if v.startswith("@"):
-            with open(v[1:], encoding="utf-8") as f:
-                import yaml
-
-                out.update(yaml.safe_load(f) or {})
-        elif v.startswith("{"):
-            out.update(json.loads(v))
-        else:
-            for pair in v.split():
-                key, sep, value = pair.partition("=")
-                if not sep:
-                    raise ValueError(f"extra variable {pair!r} is not KEY=VALUE")
-                out[key] = value
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise ProjectError(f"inventory {args.inventory} does not exist")
             project = os.path.abspath(args.project_dir) if args.project_dir else find_project_dir()
             report = run_drift(args.inventory, project_dir=project, limit=args.limit, stages=args.stage,
-                               extravars=_extravars(args.extra_vars), keep_artifacts=args.keep_artifacts,
+                               extra_vars=args.extra_vars, keep_artifacts=args.keep_artifacts,
                                verbose=args.verbose)
         except (ProjectError, ValueError, OSError) as e:
             print(f"ascendops drift: error: {e}", file=sys.stderr)
