@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 NODES ?= 2
 NPUS ?= 2
 
-.PHONY: help setup packages sim-image sim-up sim-down sim sim-data sim-status lint sanity unit molecule test build clean
+.PHONY: help setup packages sim-image sim-up sim-down sim sim-data sim-status lint sanity unit molecule test build docs clean
 
 help:
 	@echo "make sim   - set up, bring up the simulated cluster ($(NODES) nodes x $(NPUS) NPUs), run site.yml, print the training status"
@@ -63,6 +63,10 @@ test: setup
 
 build: setup
 	ansible-galaxy collection build --force --output-path build/
+
+# The generated pages of the user guide (docs/variables.md, docs/troubleshooting.md); make test checks them.
+docs: setup
+	$(VENV)/bin/python scripts/gen-docs.py
 
 # The trainer's container image (payload/Makefile.inc): make payload-image
 include payload/Makefile.inc

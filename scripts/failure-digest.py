@@ -23,10 +23,11 @@ def clip(line):
 
 
 def is_failure_line(line):
-    """pytest's FAILED/ERROR and assertion lines, ansible-core's [ERROR], molecule's idempotence and
-    return-code errors."""
+    """pytest's FAILED/ERROR and assertion lines, ansible-core's [ERROR], ansible-test sanity's
+    "ERROR: path:line:col: ..." findings, molecule's idempotence and return-code errors."""
     return (
-        re.match(r"^(FAILED|ERROR) \S+\.py", line) is not None
+        re.match(r"^ERROR: \S+:\d+:\d+: ", line) is not None
+        or re.match(r"^(FAILED|ERROR) \S+\.py", line) is not None
         or line.startswith("[ERROR]: ")
         or re.match(r"^E\s{3}\S", line) is not None
         or re.match(r"^(ERROR|CRITICAL)\s+(Idempotence|Ansible return code)", line) is not None

@@ -42,6 +42,7 @@ checks() {
   step sanity scripts/sanity.sh
   step collection-build scripts/check-build.sh
   step argument-specs scripts/check-argument-specs.py
+  step docs-current scripts/gen-docs.py --check
   step sample-inventory scripts/check-inventory-sample.sh
   step pytest pytest tests
   step pytest-payload pytest payload/tests
@@ -49,6 +50,9 @@ checks() {
 molecule_all() {
   # Every molecule scenario; MOLECULE_SKIP="roce cluster" leaves scenarios out (scripts/molecule-all.sh).
   step molecule scripts/molecule-all.sh
+  # The simulated cluster of `make sim` (sim/cluster.sh) through an idle period and a node restart: its cgroup
+  # keeper keeps every node reachable on a cgroup-v1 host, and `down` stops it.
+  step sim-keeper scripts/check-sim-keeper.sh
 }
 start=$(date +%s)
 if [ "${TEST_SERIAL:-0}" = 1 ]; then

@@ -39,3 +39,11 @@ def test_pytest_failures_and_a_log_without_one():
         "FAILED tests/test_a.py::test_b - AssertionError: real"]
     assert digest_module.digest(["all fine", "the end"], 8) == [
         "no failure line found; the log ends:", "all fine", "the end"]
+
+
+def test_ansible_test_sanity_findings():
+    log = ["Running sanity test \"pep8\"", "ERROR: Found 1 pep8 issue(s) which need to be resolved:",
+           "ERROR: plugins/module_utils/x.py:338:50: E127: continuation line over-indented for visual indent",
+           "FATAL: The 1 sanity test(s) listed below (out of 24) failed. See error output above for details.", "pep8"]
+    assert digest_module.digest(log, 8) == [
+        "ERROR: plugins/module_utils/x.py:338:50: E127: continuation line over-indented for visual indent"]
