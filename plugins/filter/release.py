@@ -24,7 +24,7 @@ _CACHE = {}
 # validated manifest is also kept on disk (marshal, keyed by both files' content), so a worker reads 2 KB
 # instead of parsing and checking the YAML again (about 40 ms of CPU each, some 60 times in a no-op site.yml
 # on 4 nodes). ASCENDOPS_RELEASE_CACHE=0 turns it off; an error reading or writing it is a miss, never a failure.
-DISK_FORMAT = 2  # 2: the release's package pins (packages)
+DISK_FORMAT = 3  # 2: the release's package pins (packages); 3: image.digest
 
 
 def disk_directory(environ=None):

@@ -44,6 +44,7 @@ IMAGE_LABEL = "ascendops.release"
 _PY_VERSION_RE = re.compile(r"^\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+[\w.]+)?$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 class ReleaseError(ValueError):
@@ -147,7 +148,7 @@ def validate_release(data, source="<release>"):
         if not isinstance(spec, str) or in_pyrange("1.0", spec) is None:
             _fail(source, f"cann_python.{key}", f"must be a version range such as '>=1.19.2, <2.0', got {spec!r}")
     image = _mapping(source, "image", data.get("image"))
-    _unknown(source, "image.", image, ("trainer", "reference", "base") + IMAGE_KEYS + ("pins",))
+    _unknown(source, "image.", image, ("trainer", "reference", "base", "digest") + IMAGE_KEYS + ("pins",))
     out_image = {"trainer": image.get("trainer", True)}
     if not isinstance(out_image["trainer"], bool):
         _fail(source, "image.trainer", f"must be true or false, got {out_image['trainer']!r}")
@@ -156,6 +157,12 @@ def validate_release(data, source="<release>"):
         if not isinstance(value, str) or not value.strip() or " " in value.strip():
             _fail(source, f"image.{key}", f"must be an image reference (name:tag), got {value!r}")
         out_image[key] = value.strip()
+    # The registry image's digest (optional): nodes that pull it pull name@digest, so a tag moved upstream is
+    # never deployed and every node runs the same image.
+    digest = image.get("digest")
+    if digest is not None and not (isinstance(digest, str) and _DIGEST_RE.match(digest.strip())):
+        _fail(source, "image.digest", f"must be the image's registry digest (sha256:<64 hex digits>), got {digest!r}")
+    out_image["digest"] = digest.strip() if digest is not None else None
     out_image["cann"] = _ascend_version(source, "image.cann", image.get("cann"), optional=True)
     py = image.get("python")
     if not isinstance(py, str) or not re.match(r"^3\.\d+$", py):

@@ -155,6 +155,9 @@ def test_sim_release_image_matches_the_cpu_build_pins():
     (lambda d: d.update(packages=["a.run"]), "packages", "must be a mapping"),
     (lambda d: d.update(packages={"a.run": "abc"}), "packages.a.run", "64 hex digits"),
     (lambda d: d.update(packages={"x/a.run": "0" * 64}), "packages.x/a.run", "no directory"),
+    (lambda d: d["image"].update(digest="a" * 64), "image.digest", "sha256:<64 hex digits>"),
+    (lambda d: d["image"].update(digest="sha256:" + "A" * 64), "image.digest", "sha256:<64 hex digits>"),
+    (lambda d: d["image"].update(digest="latest"), "image.digest", "registry digest"),
 ])
 def test_schema_errors_name_the_file_and_the_key(tmp_path, mutate, key, words):
     data = raw()
@@ -171,6 +174,13 @@ def test_package_pins_are_read_lowercase_and_absent_pins_are_none():
     rel = r.validate_release(data, "910b-cann8.2.rc1.yml")
     assert rel["packages"] == {"Ascend-hdk-910b-npu-driver_24.1.0_linux-aarch64.run": "ab" * 32}
     assert r.validate_release(raw(), "910b-cann8.2.rc1.yml")["packages"] == {}
+
+
+def test_an_image_digest_is_read_and_absent_is_none():
+    data = raw()
+    data["image"]["digest"] = "sha256:" + "0f" * 32
+    assert r.validate_release(data, "910b-cann8.2.rc1.yml")["image"]["digest"] == "sha256:" + "0f" * 32
+    assert r.validate_release(raw(), "910b-cann8.2.rc1.yml")["image"]["digest"] is None
 
 
 def test_unknown_release_name_lists_the_known_ones():
