@@ -627,6 +627,8 @@ def _hint(exc):
     if isinstance(exc, HccnLinkDown):
         return f"; {LINK_DOWN_HINT}"
     return f"; {DRIVER_HINT}" if "rc=" in str(exc) else ""
+
+
 _DAVINCI_RE = re.compile(r"^davinci(\d+)$")
 
 
