@@ -74,7 +74,8 @@ def day2_node_health(npu, devices, expected_devices=None):
 
 
 def day2_nics_ready(devices, expected_devices=None):
-    """hccn_info devices all up with net health Success, as many as expected (``day2_run.nics_ready``)."""
+    """hccn_info devices all up with net health Success (or Init on a port without a net-detect address), as
+    many as expected (``day2_run.nics_ready``)."""
     return _d.nics_ready(devices, expected_devices)
 
 

@@ -32,6 +32,8 @@ from __future__ import annotations
 import ipaddress
 import json
 
+from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import HEALTH_INIT, health_ok
+
 VERSIONS = ("1.0", "1.2")
 
 
@@ -102,8 +104,11 @@ def _server_devices(server, expected, require_up):
         if require_up and "link" in dev and str(dev["link"]).upper() != "UP":
             raise RankTableError(f"{where}: device NIC link is {dev['link']} (address {address}); "
                                  "check the cable and `hccn_tool -i %d -link -g`" % index)
-        if require_up and "health" in dev and str(dev["health"]) != "Success":
-            raise RankTableError(f"{where}: device network health is {dev['health']} (address {address}); "
+        # Init passes only where the port has no net-detect address (known: the key is there, empty)
+        if require_up and "health" in dev and not health_ok(dev["health"], dev.get("netdetect", "unknown")):
+            detect = (f", net-detect address {dev['netdetect']} has not answered" if dev.get("netdetect") and
+                      str(dev["health"]) == HEALTH_INIT else "")
+            raise RankTableError(f"{where}: device network health is {dev['health']} (address {address}{detect}); "
                                  "check `hccn_tool -i %d -net_health -g`" % index)
         if plan is not None:
             if index not in plan:
@@ -130,7 +135,8 @@ def build_rank_table(servers, version="1.0", devices_per_server=None, super_pod_
     """The rank table (a dict) for ``servers``: [{name, host_ip, devices, plan}] in any order.
 
     ``devices``: the roce stage's ``roce_devices`` of that host ({device_id, address, link, health,
-    super_device_id?}); ``plan``: the planned addresses (list by device index, or None). A device whose
+    netdetect?, super_device_id?}; net health Success, or Init where ``netdetect`` is there and empty);
+    ``plan``: the planned addresses (list by device index, or None). A device whose
     address differs from the plan, a planned device that is missing, a link that is not UP or a count
     other than ``devices_per_server`` raises RankTableError naming the node and the NPU. Version 1.2
     takes each device's ``super_device_id`` as given (read from the hardware); ``planned_only`` (a

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import ipaddress
 
-from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import hccn_conf_devices, merge_hccn_conf
+from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import (
+    HEALTH_INIT,
+    hccn_conf_devices,
+    health_ok,
+    merge_hccn_conf,
+)
 
 SINGLE_SUBNET_MODELS = ("910b",)
 
@@ -179,34 +184,70 @@ def roce_plan(nodes):
     return {"devices": plan, "errors": errors}
 
 
-def roce_problems(info, plan, host, expected_speed_mbps=0):
-    """Failures of one node's device NICs, from an ``hccn_info`` result and the node's plan entries.
+def _speed_text(speed):
+    return "Unknown" if speed is None else f"{speed} Mb/s"
 
-    One message per problem, each naming the node and the NPU: link not UP, net health not
-    ``Success``, speed not ``expected_speed_mbps`` (0 = not checked), address read back not the
-    planned one, and every ping that did not get all its packets back (which node and NPU could not
-    be reached, at which address).
+
+def roce_report(info, plan, host, expected_speed_mbps=0):
+    """The cluster-wide report's part for one node: ``{"problems": [...], "notes": [...]}`` from an
+    ``hccn_info`` (or ``hccn`` with ``status``) result and the node's plan entries, each line naming the
+    node and the NPU.
+
+    Problems: a link not UP or a speed the tool prints as ``Unknown`` (the likely cause named: cable,
+    optics or switch port; the port's RDMA QoS is set on a later run once the link is up), net health
+    ``Fault`` or anything but ``Success`` (``Init`` where the port has a net-detect address that has
+    not answered), speed not ``expected_speed_mbps`` (0 = not checked), address read back not the
+    planned one, every ping that did not get all its packets back. Notes: ports accepted with net
+    health ``Init`` because no net-detect address is configured for them (nothing to probe).
     """
     problems = []
+    notes = []
     planned = {str(d["device_id"]): d for d in plan or []}
     for dev in (info or {}).get("devices", []):
         label = f"{host} NPU {dev['device_id']}"
-        if dev.get("link") != "UP":
-            problems.append(f"{label}: link is {dev.get('link') or 'unknown'}")
-        if dev.get("health") != "Success":
-            problems.append(f"{label}: net health is {dev.get('health') or 'unknown'}")
-        if expected_speed_mbps and int(expected_speed_mbps) > 0 and dev.get("speed_mbps") != int(expected_speed_mbps):
-            problems.append(f"{label}: speed is {dev.get('speed_mbps')} Mb/s, expected {expected_speed_mbps}")
         want = planned.get(str(dev["device_id"]))
+        netdetect = dev.get("netdetect") if "netdetect" in dev else (want or {}).get("netdetect")
+        link = str(dev.get("link") or "unknown")
+        if link.upper() != "UP":
+            problems.append(
+                f"{label}: link is {link} (net health {dev.get('health') or 'unknown'}, speed "
+                f"{_speed_text(dev.get('speed_mbps'))}); likely cause: cable, optics or switch port "
+                "(RDMA QoS of this port is set on a later run once its link is up)")
+        elif "speed_mbps" in dev and dev.get("speed_mbps") is None:
+            problems.append(f"{label}: speed is Unknown (hccn_tool -speed -g) with the link UP; likely cause: "
+                            "cable, optics or switch port")
+        elif dev.get("qos_link_down"):
+            problems.append(f"{label}: hccn_tool refused the RDMA QoS reads (Link status is down); likely cause: "
+                            "cable, optics or switch port (the QoS is set on a later run once the link stays up)")
+        if link.upper() == "UP":
+            health = dev.get("health")
+            if health_ok(health, netdetect):
+                if health == HEALTH_INIT:
+                    notes.append(f"{label}: net health Init accepted (no net-detect address configured on this "
+                                 "port, nothing to probe)")
+            elif health == HEALTH_INIT:
+                problems.append(f"{label}: net health is Init: the net-detect address {netdetect} has not answered")
+            else:
+                problems.append(f"{label}: net health is {health or 'unknown'}")
+            speed = dev.get("speed_mbps")
+            if expected_speed_mbps and int(expected_speed_mbps) > 0 and speed is not None \
+                    and speed != int(expected_speed_mbps):
+                problems.append(f"{label}: speed is {speed} Mb/s, expected {expected_speed_mbps}")
         if want and (dev.get("address"), dev.get("netmask")) != (want["address"], want["netmask"]):
             problems.append(f"{label}: address is {dev.get('address')}/{dev.get('netmask')}, the plan says "
                             f"{want['address']}/{want['netmask']}")
     for ping in (info or {}).get("pings", []):
         if not ping.get("ok"):
             peer = f"{ping.get('host', '?')} NPU {ping.get('device_id', ping.get('device'))}"
+            why = f" (the link of {host} NPU {ping.get('device')} is down)" if ping.get("link_down") else ""
             problems.append(f"{host} NPU {ping.get('device')} cannot reach {peer} ({ping.get('address')}): "
-                            f"{ping.get('received')}/{ping.get('transmitted')} packets received")
-    return problems
+                            f"{ping.get('received')}/{ping.get('transmitted')} packets received{why}")
+    return {"problems": problems, "notes": notes}
+
+
+def roce_problems(info, plan, host, expected_speed_mbps=0):
+    """The problems of ``roce_report`` (one message per problem, each naming the node and the NPU)."""
+    return roce_report(info, plan, host, expected_speed_mbps)["problems"]
 
 
 def roce_ports(plan):
@@ -242,5 +283,5 @@ class FilterModule:
     """Device-NIC IP plan."""
 
     def filters(self):
-        return {"roce_plan": roce_plan, "roce_problems": roce_problems, "roce_hccn_conf": roce_hccn_conf,
-                "roce_ports": roce_ports}
+        return {"roce_plan": roce_plan, "roce_problems": roce_problems, "roce_report": roce_report,
+                "roce_hccn_conf": roce_hccn_conf, "roce_ports": roce_ports}

@@ -13,6 +13,8 @@ stage roles. Pure data, no I/O: the planners are ``upgrade_plan`` and ``scale_pl
 
 from __future__ import annotations
 
+from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import health_ok
+
 # The stage roles' variables of each component (roles/*/defaults/main.yml).
 ROLE_VARS = {
     "driver": "npu_driver_version",
@@ -66,7 +68,8 @@ def role_vars(versions):
 def _nic_problems(devices, expected_devices=None):
     """What keeps a node's device NICs from carrying a job: no NIC read, a link not UP, a net health
     (``hccn_tool -net_health -g``, when read) other than ``Success`` (``Init`` until address, netmask and
-    net-detect address are set, ``Fault`` while the net-detect address does not answer), fewer NICs than
+    net-detect address are set, ``Fault`` while the net-detect address does not answer; ``Init`` passes
+    on a port read with no net-detect address, which has nothing to probe), fewer NICs than
     ``expected_devices``. The rank table refuses the same devices (``rank_table`` filter)."""
     problems = []
     if not devices:
@@ -75,7 +78,8 @@ def _nic_problems(devices, expected_devices=None):
     if down:
         problems.append(f"device NIC link not UP on device {', '.join(down)}")
     sick = [f"{d.get('device_id')} ({d.get('health')})" for d in devices or []
-            if str(d.get("link", "")).upper() == "UP" and "health" in d and str(d.get("health")) != "Success"]
+            if str(d.get("link", "")).upper() == "UP" and "health" in d
+            and not health_ok(d.get("health"), d.get("netdetect", "unknown"))]
     if sick:
         problems.append(f"device network health not Success on device {', '.join(sick)}")
     if expected_devices is not None and devices and len(devices) < int(expected_devices):

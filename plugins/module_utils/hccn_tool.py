@@ -9,14 +9,27 @@ Outputs are read by their structure (vendor facts):
 * ``-net_health -g``  ``net health status: Success``
 * ``-netdetect -g``   ``netdetect address: 11.12.165.1``
 * ``-gateway -g``     ``default gateway:11.12.165.1, Iface:eth0``
-* ``-speed -g``       ``Speed: 100000 Mb/s``
+* ``-speed -g``       ``Speed: 100000 Mb/s``; ``Speed: Unknown!`` on a port without a link (read as None)
 * ``-tls -g``         ``dev_id:4, tls switch[0](0:disable, 1:enable), ...``
 * ``-ping -g address X``  ``3 packets transmitted, 3 received, 0.00% packet loss``
+* ``-pfc -g``         (Huawei's CANN troubleshooting guide, PFC mismatches) a title, a row of
+  priorities and a row of 0/1::
+
+      PFC configuration:
+      priority   0 1 2 3 4 5 6 7
+      enabled    0 0 0 0 1 0 0 0
+
+  also read: the older one-line form ``pfc ... 0,0,0,0,1,0,0,0``.
+* ``-prio_tc -g``, ``-dscp_to_tc -g``, ``-mtu -g``: no vendor sample found (facts, third round). Read
+  by their documented field names in the layouts listed at each parser; anything else is refused.
 * set commands print ``Cmd executed successfully!``; a concurrent call prints
   ``hccn_tool is busy, please try again`` (retry).
+* A port whose link is down answers ``-prio_tc -g`` / ``-pfc -g`` with a non-zero exit and
+  ``Link status is down`` (``HccnLinkDown``): a cable, optics or switch-port fault, not the driver.
 
 A parser that finds no line of the expected shape raises ``HccnParseError`` naming the line it
-could not read. Only the standard library is used (runs on target hosts, Python 3.8+).
+could not read and showing the raw output. Only the standard library is used (runs on target
+hosts, Python 3.8+).
 """
 
 from __future__ import annotations
@@ -41,6 +54,21 @@ QOS_FIELDS = ("rdma_dscp", "rdma_priority", "mtu")
 # `-tls -g` on a device without preset certificates (the tool's UDA_PARAM_TLS_NO_CERT_ERR message,
 # "No certificate found, please set certs firstly!"): TLS is off there, not an error
 NO_CERTIFICATE = "no certificate found"
+# A QoS read on a port without a link (real 910B nodes: non-zero exit and this text)
+LINK_DOWN = "link status is down"
+LINK_DOWN_CAUSE = "cable, optics or switch port"
+# Net health values that are not a fault (Huawei's environment check: 0 RDFX_DETECT_OK, 6
+# RDFX_DETECT_INIT); Init only where the port has no net-detect address to probe
+HEALTH_OK = "Success"
+HEALTH_INIT = "Init"
+
+
+def health_ok(health, netdetect):
+    """Whether a port's net health (``-net_health -g``) lets it carry a job: ``Success``, or ``Init``
+    where the port has no net-detect address (nothing to probe: it stays Init on a flat L2 fabric;
+    Huawei's environment check accepts RDFX_DETECT_INIT). ``Fault`` and anything else: no."""
+    health = str(health or "")
+    return health == HEALTH_OK or (health == HEALTH_INIT and not netdetect)
 
 
 class HccnError(Exception):
@@ -49,6 +77,10 @@ class HccnError(Exception):
 
 class HccnParseError(HccnError):
     """An output line of hccn_tool did not have the documented shape."""
+
+
+class HccnLinkDown(HccnError):
+    """hccn_tool refused a read because the port's link is down (``Link status is down``)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -63,13 +95,17 @@ _RE = {
     "health": re.compile(r"^\s*net health status\s*:\s*(\w+)\s*$", re.I),
     "netdetect": re.compile(r"^\s*netdetect address\s*:\s*(\S*)\s*$", re.I),
     "gateway": re.compile(r"^\s*default gateway\s*:\s*([^,\s]*)\s*(?:,\s*Iface\s*:\s*(\S+))?\s*$", re.I),
-    "speed": re.compile(r"^\s*Speed\s*:\s*(\d+)\s*([KMGT]?b/s)?\s*$", re.I),
+    "speed": re.compile(r"^\s*Speed\s*:\s*(?:(\d+)\s*([KMGT]?b/s)?|(unknown)\s*!?)\s*$", re.I),
     "tls": re.compile(r"^\s*dev_id\s*:\s*(\d+)\s*,\s*tls switch\[(\d)\]", re.I),
     "dscp_tc": re.compile(
         r"^\s*(?:dscp\s*[:=\[]?\s*)?(\d{1,2})\]?\s*[,:\s]\s*(?:tc\s*[:=\[]?\s*)?(\d)\]?\s*$", re.I),
-    "prio_tc": re.compile(r"^.*?\b(?:map|prio_tc)\b\s*[:=]?\s*(\d(?:\s*,\s*\d){7})\s*$", re.I),
+    "prio_tc": re.compile(r"^.*?\b(?:map|prio_tc)\b\s*[:=]?\s*(\d(?:\s*,\s*\d){7}|\d(?:\s+\d){7})\s*$", re.I),
     "pfc": re.compile(r"^.*?\bpfc\b[^0-9]*([01](?:\s*,\s*[01]){7})\s*$", re.I),
-    "mtu": re.compile(r"^\s*mtu\s*[:=]?\s*(\d+)\s*$", re.I),
+    "mtu": re.compile(r"^\s*mtu\s*[:=]?\s*(\d+)\s*(?:bytes?)?\s*$", re.I),
+    # a row of a table: its name, then eight numbers ("priority   0 1 2 3 4 5 6 7")
+    "row": re.compile(r"^\s*([A-Za-z_]+)\s*[:=]?\s*((?:\d+\s+){7}\d+)\s*$"),
+    # a title line ("PFC configuration:"): words and a colon, no value
+    "title": re.compile(r"^\s*[A-Za-z][A-Za-z _-]*:\s*$"),
     "ping": re.compile(
         r"^\s*(\d+)\s+packets?\s+transmitted,\s*(\d+)\s+(?:packets?\s+)?received,\s*([\d.]+)%\s+packet loss",
         re.I),
@@ -81,15 +117,52 @@ def _lines(text):
     return [line for line in (text or "").splitlines() if line.strip()]
 
 
+def _raw(text, limit=600):
+    """The tool's output as shown in an error (shortened past ``limit`` characters)."""
+    raw = (text or "").strip()
+    return raw if len(raw) <= limit else raw[:limit] + "..."
+
+
+def _unreadable(text, what, expected="", line=None):
+    """HccnParseError naming ``line`` (default: the first line that is not a title, or the first line)
+    and showing the raw text."""
+    lines = _lines(text)
+    if line is None:
+        line = next((x for x in lines if not _RE["title"].match(x)), lines[0] if lines else "(no output)")
+    hint = f" (expected {expected})" if expected else ""
+    return HccnParseError(f"hccn_tool {what}: could not read the line {line!r}{hint}; output: {_raw(text)!r}")
+
+
 def _find(text, key, what):
     """The match of the first line of shape ``key``; HccnParseError naming the line otherwise."""
-    lines = _lines(text)
-    for line in lines:
+    for line in _lines(text):
         m = _RE[key].match(line)
         if m:
             return m
-    shown = lines[0] if lines else "(no output)"
-    raise HccnParseError(f"hccn_tool {what}: could not read the line {shown!r}")
+    raise _unreadable(text, what)
+
+
+def _priority_table(text, names, what, high):
+    """``[value of priority 0, ..., 7]`` from a table whose row ``priority`` (or ``prio``) lists the
+    priorities 0..7 in some order and whose next row named one of ``names`` has a value 0..``high``
+    under each; None when the output has no ``priority`` row; HccnParseError naming the row that is
+    wrong (or the priority row, when no value row follows)."""
+    rows = [(line, _RE["row"].match(line)) for line in _lines(text)]
+    for i, (line, m) in enumerate(rows):
+        if not m or m.group(1).lower() not in ("priority", "prio"):
+            continue
+        prios = [int(v) for v in m.group(2).split()]
+        if sorted(prios) != list(range(8)):
+            raise _unreadable(text, what, "the priorities 0..7", line)
+        for value_line, other in rows[i + 1:]:
+            if other and other.group(1).lower() in names:
+                values = [int(v) for v in other.group(2).split()]
+                if any(v > high for v in values):
+                    raise _unreadable(text, what, f"values 0-{high} under the priorities", value_line)
+                table = dict(zip(prios, values))
+                return [table[p] for p in range(8)]
+        raise _unreadable(text, what, f"a {names[0]!r} row after the priorities", line)
+    return None
 
 
 def _address(value, what):
@@ -131,8 +204,11 @@ def parse_gateway(text):
 
 
 def parse_speed(text):
-    """``-speed -g`` -> speed in Mb/s (int when whole)."""
+    """``-speed -g`` -> speed in Mb/s (int when whole); None for ``Speed: Unknown!`` (a port without a
+    link, as MindCluster's own hccn_tool wrapper reads it)."""
     m = _find(text, "speed", "-speed -g")
+    if m.group(3):
+        return None
     speed = int(m.group(1)) * _SPEED_FACTOR[(m.group(2) or "Mb/s").lower()]
     return int(speed) if float(speed).is_integer() else speed
 
@@ -157,21 +233,49 @@ def parse_dscp_to_tc(text, dscp):
         if m and int(m.group(1)) == int(dscp):
             return int(m.group(2))
     shown = lines[0] if lines else "(no output)"
-    raise HccnParseError(f"hccn_tool -dscp_to_tc -g: no line for dscp {dscp} (first line {shown!r})")
+    raise HccnParseError(f"hccn_tool -dscp_to_tc -g: no line for dscp {dscp} (first line {shown!r}); "
+                         f"output: {_raw(text)!r}")
+
+
+def _eight(values, what, text, line, high):
+    if any(v > high for v in values):
+        raise _unreadable(text, what, f"eight values 0-{high}, priority 0..7", line)
+    return values
 
 
 def parse_prio_tc(text):
-    """``-prio_tc -g`` -> the traffic class of each priority 0..7 (``... map 0,0,1,1,2,2,3,3``)."""
-    return [int(v) for v in _find(text, "prio_tc", "-prio_tc -g").group(1).split(",")]
+    """``-prio_tc -g`` -> the traffic class of each priority 0..7. No vendor sample was found: read by
+    the field names ``priority`` / ``tc`` as a table (a ``priority 0 1 .. 7`` row, then a ``tc`` row, as
+    ``-pfc -g`` prints its own) or as a map line (``prio_tc map 0,0,1,1,2,2,3,3``, ``map 0 0 1 1 2 2 3 3``,
+    what public fault-injection scripts grep); anything else is refused, showing the output."""
+    table = _priority_table(text, ("tc",), "-prio_tc -g", 7)
+    if table is not None:
+        return table
+    for line in _lines(text):
+        m = _RE["prio_tc"].match(line)
+        if m:
+            return _eight([int(v) for v in re.split(r"[\s,]+", m.group(1))], "-prio_tc -g", text, line, 7)
+    raise _unreadable(text, "-prio_tc -g", "a 'priority 0 1 .. 7' row and a 'tc' row, or 'map t0,...,t7'")
 
 
 def parse_pfc(text):
-    """``-pfc -g`` -> PFC on (1) or off (0) per priority 0..7 (``pfc ... 0,0,0,0,1,0,0,0``)."""
-    return [int(v) for v in _find(text, "pfc", "-pfc -g").group(1).split(",")]
+    """``-pfc -g`` -> PFC on (1) or off (0) per priority 0..7. The vendor's table (CANN troubleshooting
+    guide, PFC mismatches): ``PFC configuration:`` / ``priority   0 1 2 3 4 5 6 7`` /
+    ``enabled    0 0 0 0 1 0 0 0``; also the older one-line ``pfc ... 0,0,0,0,1,0,0,0``. Anything else
+    is refused, showing the output."""
+    table = _priority_table(text, ("enabled", "enable", "pfc"), "-pfc -g", 1)
+    if table is not None:
+        return table
+    for line in _lines(text):
+        m = _RE["pfc"].match(line)
+        if m:
+            return [int(v) for v in m.group(1).split(",")]
+    raise _unreadable(text, "-pfc -g", "a 'priority 0 1 .. 7' row and an 'enabled' row of 0/1")
 
 
 def parse_mtu(text):
-    """``-mtu -g`` -> the port MTU (``mtu:9000``)."""
+    """``-mtu -g`` -> the port MTU. No vendor sample was found: read by the field name ``mtu``
+    (``mtu:9000``, which public fault-injection scripts grep, ``MTU: 9000``, ``mtu = 9000``)."""
     return int(_find(text, "mtu", "-mtu -g").group(1))
 
 
@@ -294,7 +398,8 @@ class HccnTool:
             if accept and accept in text.lower():
                 return text
             if rc != 0:
-                raise HccnError("{} failed (rc={}): {}".format(" ".join(argv[1:]), rc, text or "no output"))
+                error = HccnLinkDown if LINK_DOWN in text.lower() else HccnError
+                raise error("{} failed (rc={}): {}".format(" ".join(argv[1:]), rc, text or "no output"))
             return out
         raise AssertionError("unreachable")
 
@@ -314,7 +419,8 @@ class HccnTool:
 
     def read_qos(self, device, dscp, priority):
         """The port's RDMA QoS as it bears on (dscp, priority): the class DSCP ``dscp`` maps to,
-        the class of ``priority``, PFC per priority and the port MTU."""
+        the class of ``priority``, PFC per priority and the port MTU. HccnLinkDown where the port's
+        link is down (the tool refuses the reads)."""
         prio_tc = parse_prio_tc(self.run(device, "-prio_tc", "-g"))
         return {
             "dscp_tc": parse_dscp_to_tc(self.run(device, "-dscp_to_tc", "-g", "dscp", dscp), dscp),
@@ -388,20 +494,30 @@ class HccnDevice:
         return {k: int(v) for k, v in qos.items()}
 
     def _read_qos(self, qos):
+        """The QoS keys of the port; on a port whose link is down (the tool refuses QoS reads there)
+        each is None and ``qos_link_down`` is True: nothing is set now, a later run sets it."""
         if not qos:
             return {}
-        if "rdma_dscp" in qos:
-            raw = self.tool.read_qos(self.device, qos["rdma_dscp"], qos["rdma_priority"])
-            state = {"rdma_dscp_tc": raw["dscp_tc"], "rdma_priority_tc": raw["priority_tc"],
-                     "pfc": raw["pfc"], "mtu": raw["mtu"]}
-        else:
-            state = {"mtu": parse_mtu(self.tool.run(self.device, "-mtu", "-g"))}
+        keys = ("rdma_dscp_tc", "rdma_priority_tc", "pfc", "mtu") if "rdma_dscp" in qos else ("mtu",)
+        try:
+            if "rdma_dscp" in qos:
+                raw = self.tool.read_qos(self.device, qos["rdma_dscp"], qos["rdma_priority"])
+                state = {"rdma_dscp_tc": raw["dscp_tc"], "rdma_priority_tc": raw["priority_tc"],
+                         "pfc": raw["pfc"], "mtu": raw["mtu"]}
+            else:
+                state = {"mtu": parse_mtu(self.tool.run(self.device, "-mtu", "-g"))}
+        except HccnLinkDown as exc:
+            state = dict.fromkeys(keys)
+            state.update(qos_link_down=True, qos_error=str(exc))
         return state
 
     @staticmethod
     def _qos_commands(qos, before):
-        """Set commands for what differs: DSCP -> the priority's class, PFC on the priority, MTU."""
+        """Set commands for what differs: DSCP -> the priority's class, PFC on the priority, MTU.
+        None on a port whose link is down (its QoS could not be read)."""
         commands = []
+        if before.get("qos_link_down"):
+            return commands
         if "rdma_dscp" in qos:
             if before["rdma_dscp_tc"] != before["rdma_priority_tc"]:
                 commands.append(["-dscp_to_tc", "-s", "dscp", str(qos["rdma_dscp"]), "tc",
@@ -418,6 +534,8 @@ class HccnDevice:
     def _qos_after(qos, before):
         """The QoS keys of the state the settings lead to (none when no QoS is managed)."""
         after = {k: before[k] for k in QOS_STATE if k in before}
+        if before.get("qos_link_down"):
+            return after
         if "rdma_dscp" in qos:
             after["rdma_dscp_tc"] = before["rdma_priority_tc"]
             after["pfc"] = list(before["pfc"])
@@ -455,7 +573,9 @@ class HccnDevice:
             self.tool.set(self.device, *args)
         after = self.tool.read_config(self.device)
         after.update(self._read_qos(plan["qos"]))
-        check = list(plan["wanted"]) + [k for k in QOS_STATE if k in expected]
+        check = list(plan["wanted"])
+        if not expected.get("qos_link_down") and not after.get("qos_link_down"):
+            check += [k for k in QOS_STATE if k in expected]
         wrong = {k: after.get(k) for k in check if after.get(k) != expected[k]}
         if wrong:
             raise HccnError(f"device {self.device}: read back {wrong} after setting "
@@ -484,6 +604,8 @@ def diff_text(device, state):
         value = state.get(key)
         if key == "tls":
             value = "enabled" if value else "disabled"
+        elif key in QOS_STATE and state.get("qos_link_down"):
+            value = "(not read: link down)"
         elif key == "pfc":
             value = ",".join(str(b) for b in value)
         lines.append("{}: {}".format(key, "" if value is None else value))
@@ -496,6 +618,17 @@ def diff_text(device, state):
 
 DRIVER_HINT = ("is the NPU driver installed and running on this host? (run the npu_driver stage; "
                "a host waiting for its reboot cannot use hccn_tool)")
+LINK_DOWN_HINT = f"the port's link is down: check its {LINK_DOWN_CAUSE} (not the driver)"
+
+
+def _hint(exc):
+    """What to check after hccn_tool failed: the port's cable for a link-down refusal, the driver for
+    any other failure of the tool (its exit code in the message), nothing for an unreadable output."""
+    if isinstance(exc, HccnLinkDown):
+        return f"; {LINK_DOWN_HINT}"
+    return f"; {DRIVER_HINT}" if "rc=" in str(exc) else ""
+
+
 _DAVINCI_RE = re.compile(r"^davinci(\d+)$")
 
 
@@ -548,14 +681,17 @@ def hccn_ports_module(module):
                 if p["status"]:
                     plan["link_state"] = tool.link_state(device)
     except HccnError as exc:
-        module.fail_json(msg=f"device {device}: {exc}" + (f"; {DRIVER_HINT}" if "rc=" in str(exc) else ""),
-                         device=device)
+        module.fail_json(msg=f"device {device}: {exc}{_hint(exc)}", device=device)
     ports = []
     devices = []
     for nic, plan in plans:
         d = nic.device
-        ports.append({"device": d, "before": plan["before"], "after": plan["after"],
-                      "commands": [" ".join(["-i", str(d)] + c) for c in plan["commands"]]})
+        port = {"device": d, "before": plan["before"], "after": plan["after"],
+                "commands": [" ".join(["-i", str(d)] + c) for c in plan["commands"]]}
+        if plan["before"].get("qos_link_down"):
+            # QoS could not be read (link down): nothing of it set now, a later run sets it
+            port["qos_link_down"] = True
+        ports.append(port)
         if p["status"]:
             # As read from the hardware: after the changes (in check mode, as the port is).
             state = plan["before"] if module.check_mode else plan["after"]
@@ -563,6 +699,8 @@ def hccn_ports_module(module):
             entry.update({k: state.get(k) for k in FIELDS})
             entry.update(plan["link_state"])
             entry["phy_id"] = _phy_id(phy_ids, d)
+            if state.get("qos_link_down"):
+                entry["qos_link_down"] = True
             devices.append(entry)
     out = dict(changed=any(port["commands"] for port in ports), ports=ports,
                commands=[c for port in ports for c in port["commands"]])
@@ -635,7 +773,8 @@ def hccn_module(module):
     try:
         result = HccnDevice(_tool(module), device).apply(want, check_mode=module.check_mode)
     except HccnError as exc:
-        module.fail_json(msg=f"device {device}: {exc}", device=device)
+        module.fail_json(msg=f"device {device}: {exc}{_hint(exc) if isinstance(exc, HccnLinkDown) else ''}",
+                         device=device)
     out = dict(changed=result["changed"], device=device, before=result["before"], after=result["after"],
                commands=[" ".join(["-i", str(device)] + c) for c in result["commands"]])
     if module._diff:
@@ -681,14 +820,19 @@ def hccn_info_module(module):
             if not address:
                 module.fail_json(msg=f"ping entry {target!r}: needs an address")
             result = dict(target)
-            result.update(tool.ping(device, address, p["ping_count"]))
+            try:
+                result.update(tool.ping(device, address, p["ping_count"]))
+            except HccnLinkDown as exc:
+                # a port without a link reaches nothing: the cluster-wide report names it, not the driver
+                result.update(transmitted=int(p["ping_count"] or 3), received=0, loss_pct=100.0,
+                              link_down=True, error=str(exc))
             # Reachable when any reply came back: the first packet after a peer's port came back
             # (reboot, link flap) can be lost to a stale ARP entry, on real fabrics too. The loss
             # itself stays in the result (received / transmitted / loss_pct).
             result.update(device=str(device), address=address, ok=result["received"] > 0)
             pings.append(result)
     except HccnError as exc:
-        module.fail_json(msg=f"{exc}; {DRIVER_HINT}" if "rc=" in str(exc) else str(exc))
+        module.fail_json(msg=f"{exc}{_hint(exc)}")
     module.exit_json(changed=False, devices=status, pings=pings)
 
 

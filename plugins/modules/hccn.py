@@ -23,6 +23,11 @@ description:
     priority with C(-pfc -s priority p0,...,p7) (the other priorities as they are), and the port
     MTU is set with C(-mtu -s size N). Each is read first (C(-dscp_to_tc -g dscp D), C(-pfc -g),
     C(-mtu -g)), set only when it differs and read back."
+  - "A port whose link is down answers the QoS reads with C(Link status is down) (non-zero exit):
+    the port is recorded (C(qos_link_down) in RV(ports), RV(devices), RV(before) and RV(after); its
+    QoS values null), nothing of its QoS is set, and a later run sets it once the link is up. Its
+    speed, printed C(Speed: Unknown!), is null. A C(Link status is down) failure of any other
+    command names the cable, optics or switch port, not the driver."
   - "A device without preset TLS certificates answers C(-tls -g) with C(No certificate found, please
     set certs firstly!); its TLS is off there (not an error)."
   - "With O(ports), every port of the node in one call (one task instead of one per NPU): every port
@@ -173,7 +178,9 @@ conf_changed:
   returned: with O(conf_file)
   type: bool
 ports:
-  description: With O(ports), per port C(device), C(before), C(after) and C(commands) (as below).
+  description:
+    - With O(ports), per port C(device), C(before), C(after) and C(commands) (as below).
+    - C(qos_link_down=true) on a port whose link is down (its QoS not read and not set).
   returned: with O(ports)
   type: list
   elements: dict
@@ -182,6 +189,8 @@ devices:
   description:
     - With O(ports) and O(status), each port as read from the hardware (after the changes; in check
       mode, as it is) in the shape of M(ascendops.cluster.hccn_info)'s C(devices).
+    - "C(speed_mbps) is null where hccn_tool prints C(Speed: Unknown!); C(qos_link_down=true) where the
+      port refused the QoS reads (link down)."
   returned: with O(ports) and O(status)
   type: list
   elements: dict
@@ -192,7 +201,8 @@ before:
   description:
     - Settings read before any change (C(tls) as a bool; unset values null).
     - With the QoS options also C(rdma_dscp_tc) (the class O(rdma_dscp) maps to), C(rdma_priority_tc)
-      (the class of O(rdma_priority)), C(pfc) (eight 0/1 values) and C(mtu).
+      (the class of O(rdma_priority)), C(pfc) (eight 0/1 values) and C(mtu); on a port whose link is
+      down these are null, with C(qos_link_down=true) and C(qos_error) (the tool's answer).
   returned: with O(device)
   type: dict
   sample: {address: null, netmask: null, gateway: null, netdetect: null, tls: true}

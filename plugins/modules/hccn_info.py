@@ -74,7 +74,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 devices:
-  description: One entry per device, in the order asked (none with O(status=false)).
+  description:
+    - One entry per device, in the order asked (none with O(status=false)).
+    - "C(speed_mbps) is null where hccn_tool prints C(Speed: Unknown!) (a port without a link)."
   returned: always
   type: list
   elements: dict
@@ -90,7 +92,10 @@ devices:
       health: Success
       speed_mbps: 100000
 pings:
-  description: One entry per ping asked (the entry's own keys, plus the result).
+  description:
+    - One entry per ping asked (the entry's own keys, plus the result).
+    - A ping the tool refuses with C(Link status is down) is a failed ping (C(ok=false), nothing
+      received) with C(link_down=true) and C(error), not a failure of the module.
   returned: always
   type: list
   elements: dict

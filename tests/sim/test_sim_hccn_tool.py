@@ -1,12 +1,16 @@
 """hccn_tool stand-in: exact vendor strings, faults, busy behaviour, NIC plumbing."""
 
 import fcntl
+import json
 import os
+from pathlib import Path
 
 from simhelpers import stub
 
 OK = "Cmd executed successfully!"
 BUSY = "hccn_tool is busy, please try again"
+# The vendor's texts with their sources, shared with the parsers' tests
+VENDOR = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "hccn_tool" / "outputs.json").read_text())
 
 
 def out(r) -> str:
@@ -234,9 +238,11 @@ def test_rdma_qos_commands(booted_node):
     assert out(h("-i", "0", "-dscp_to_tc", "-s", "dscp", "33", "tc", "2")) == OK + "\n"
     assert out(h("-i", "0", "-dscp_to_tc", "-g", "dscp", "33")) == "dscp:33 tc:2\n"
     assert len(out(h("-i", "0", "-dscp_to_tc", "-g")).splitlines()) == 64
-    assert out(h("-i", "0", "-pfc", "-g")) == "pfc priority 0,0,0,0,0,0,0,0\n"
+    assert out(h("-i", "0", "-pfc", "-g")) == (
+        "PFC configuration:\npriority   0 1 2 3 4 5 6 7\nenabled    0 0 0 0 0 0 0 0\n")
     assert out(h("-i", "0", "-pfc", "-s", "priority", "0,0,0,0,1,0,0,0")) == OK + "\n"
-    assert out(h("-i", "0", "-pfc", "-g")) == "pfc priority 0,0,0,0,1,0,0,0\n"
+    # the text of Huawei's CANN troubleshooting guide, byte for byte
+    assert out(h("-i", "0", "-pfc", "-g")) == VENDOR["pfc_get"]["text"]
     assert out(h("-i", "0", "-mtu", "-g")) == "mtu:1500\n"
     assert out(h("-i", "0", "-mtu", "-s", "size", "9000")) == OK + "\n"
     assert out(h("-i", "0", "-mtu", "-g")) == "mtu:9000\n"
@@ -259,3 +265,28 @@ def test_recovery_restores_the_ports_from_hccn_conf(booted_node):
     assert out(h("-i", "0", "-tls", "-g")).startswith("dev_id:0, tls switch[0]")
     assert out(h("-i", "1", "-ip", "-g")) == "ipaddr:29.1.137.206\nnetmask:255.255.0.0\n"
     assert h("-a", "-cfg", "status").returncode == 1
+
+
+def test_outputs_match_the_fixture_texts_the_parsers_are_tested_on(booted_node):
+    h = booted_node.hccn
+    assert out(h("-i", "0", "-prio_tc", "-g")) == VENDOR["prio_tc_get_map"]["text"]
+    out(h("-i", "0", "-dscp_to_tc", "-s", "dscp", "33", "tc", "2"))
+    assert out(h("-i", "0", "-dscp_to_tc", "-g", "dscp", "33")) == VENDOR["dscp_to_tc_get"]["text"]
+    out(h("-i", "0", "-mtu", "-s", "size", "9000"))
+    assert out(h("-i", "0", "-mtu", "-g")) == VENDOR["mtu_get"]["text"]
+
+
+def test_a_down_port_refuses_qos_reads_and_prints_speed_unknown(booted_node):
+    h = booted_node.hccn
+    assert booted_node.sim("fault", "link", "1", "down").returncode == 0
+    for cmd in ("-prio_tc", "-pfc"):
+        r = h("-i", "1", cmd, "-g")
+        assert (r.returncode, r.stdout) == (VENDOR["qos_get_link_down"]["rc"], VENDOR["qos_get_link_down"]["text"])
+    assert out(h("-i", "1", "-speed", "-g")) == VENDOR["speed_unknown"]["text"]
+    assert out(h("-i", "1", "-link", "-g")) == "link status: DOWN\n"
+    # the other port is untouched
+    assert out(h("-i", "0", "-speed", "-g")) == "Speed: 100000 Mb/s\n"
+    assert out(h("-i", "0", "-pfc", "-g")).startswith("PFC configuration:\n")
+    booted_node.sim("fault", "clear")
+    assert out(h("-i", "1", "-speed", "-g")) == "Speed: 100000 Mb/s\n"
+    assert out(h("-i", "1", "-pfc", "-g")).startswith("PFC configuration:\n")

@@ -12,6 +12,9 @@ found, please set certs firstly!`` (exit 1). Configuration lives in the simulato
 (the device), never in ``/etc/hccn.conf``: that file is written by the administrator (the roles)
 and re-applied by ``ascend-sim boot`` at every boot, as the driver does on real hardware.
 
+A port whose link is down (``ascend-sim fault link N down``) answers ``-prio_tc -g`` and ``-pfc -g``
+with ``Link status is down`` (exit 1) and ``-speed -g`` with ``Speed: Unknown!``, as real 910B nodes do.
+
 Like the real tool, a second hccn_tool running at the same time on a node fails with
 ``hccn_tool is busy, please try again`` (exit 1); ``ascend-sim fault hccn-busy [count]`` injects the
 same failure for the next ``count`` calls. Callers must serialise per node and retry.
@@ -28,6 +31,13 @@ OK = "Cmd executed successfully!"
 NO_CERT = "No certificate found, please set certs firstly!"
 BUSY = "hccn_tool is busy, please try again"
 SPEED = "Speed: 100000 Mb/s"
+# Real 910B ports without a link (facts, third round; MindCluster's own hccn_tool wrapper handles it)
+SPEED_UNKNOWN = "Speed: Unknown!"
+# A QoS read (-prio_tc -g / -pfc -g) on a port whose link is down: real 910B nodes exit non-zero with
+# "Link status is down" (facts, third round); the exit code 1 and this being the whole output are assumed
+LINK_DOWN = "Link status is down"
+# Reads the tool refuses on a down port (facts, third round: -prio_tc -g and -pfc -g)
+_REFUSED_WHEN_DOWN = ("-prio_tc", "-pfc")
 
 USAGE = """Usage: hccn_tool -i <device_id> <command> [-s|-g] [key value ...]
   -ip -s address <ip> netmask <mask> | -ip -g
@@ -221,7 +231,10 @@ def _get(hw: dict, st: dict, device: int, cmd: str, params: dict) -> tuple[int, 
         )
     if cmd == "-link":
         return 0, f"link status: {'UP' if npu['link'] == 'up' else 'DOWN'}"
+    if cmd in _REFUSED_WHEN_DOWN and npu["link"] != "up":
+        return 1, LINK_DOWN
     if cmd == "-dscp_to_tc":
+        # Output lines assumed (no vendor sample): the field names of the tool's help table
         if "dscp" in params:
             dscp = _int_in(params["dscp"], 0, 63)
             if dscp is None:
@@ -231,15 +244,18 @@ def _get(hw: dict, st: dict, device: int, cmd: str, params: dict) -> tuple[int, 
             wanted = list(range(64))
         return 0, "\n".join(f"dscp:{d} tc:{npu['dscp_tc'].get(str(d), 0)}" for d in wanted)
     if cmd == "-prio_tc":
+        # No vendor sample: the `map t0,...,t7` line public fault-injection scripts grep; the line assumed
         return 0, "prio_tc map " + ",".join(str(t) for t in npu["prio_tc"])
     if cmd == "-pfc":
-        return 0, "pfc priority " + ",".join(str(b) for b in npu["pfc"])
+        # Huawei's CANN troubleshooting guide (PFC mismatches): a title, the priorities, 0/1 per priority
+        return 0, "PFC configuration:\npriority   0 1 2 3 4 5 6 7\nenabled    " + " ".join(str(b) for b in npu["pfc"])
     if cmd == "-mtu":
+        # No vendor sample: public fault-injection scripts grep `mtu:[0-9]+`; the line assumed
         return 0, f"mtu:{npu['mtu']}"
     if cmd == "-net_health":
         return 0, f"net health status: {net_health(hw, npu)}"
     if cmd == "-speed":
-        return 0, SPEED
+        return 0, SPEED if npu["link"] == "up" else SPEED_UNKNOWN
     if cmd == "-ping":
         target = params["address"]
         if not netcfg.valid_ip(target):

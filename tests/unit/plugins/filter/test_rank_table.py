@@ -84,6 +84,29 @@ def test_bad_device_is_named(field, value, message):
         rank_table(["node1", "node2"], hv)
 
 
+@pytest.mark.parametrize(("netdetect", "refused"), [
+    ("", None),  # no net-detect address on the port (flat L2 fabric): Init is its normal state
+    (None, None),
+    ("29.1.0.1", r"node2 NPU 0: device network health is Init \(address 29.1.10.1, net-detect address 29.1.0.1 "
+                 r"has not answered\)"),
+    ("absent", r"node2 NPU 0: device network health is Init \(address 29.1.10.1\)"),  # not known: refused
+])
+def test_net_health_init_passes_only_without_a_netdetect_address(netdetect, refused):
+    hv = hostvars()
+    dev = hv["node2"]["roce_devices"][0]
+    dev["health"] = "Init"
+    if netdetect != "absent":
+        dev["netdetect"] = netdetect
+    if refused:
+        with pytest.raises(RankTableError, match=refused):
+            rank_table(["node1", "node2"], hv)
+    else:
+        assert rank_table(["node1", "node2"], hv)
+    dev.update(health="Fault", netdetect="")
+    with pytest.raises(RankTableError, match="node2 NPU 0: device network health is Fault"):
+        rank_table(["node1", "node2"], hv)
+
+
 def test_device_count_must_match_the_npus_per_node():
     with pytest.raises(RankTableError, match=r"node1: 2 devices .* but 8 expected per server"):
         rank_table(["node1", "node2"], hostvars(), devices_per_server=8)

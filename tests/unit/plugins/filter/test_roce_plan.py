@@ -152,9 +152,8 @@ def test_roce_problems_names_node_npu_and_peer():
         ],
     }
     assert roce_problems(info, mine, "node1", 100000) == [
-        "node1 NPU 1: link is DOWN",
-        "node1 NPU 1: net health is Fault",
-        "node1 NPU 1: speed is 25000 Mb/s, expected 100000",
+        "node1 NPU 1: link is DOWN (net health Fault, speed 25000 Mb/s); likely cause: cable, optics or switch "
+        "port (RDMA QoS of this port is set on a later run once its link is up)",
         "node1 NPU 1: address is 192.168.121.99/255.255.255.0, the plan says 192.168.121.102/255.255.255.0",
         "node1 NPU 1 cannot reach node2 NPU 1 (192.168.121.104): 0/3 packets received",
     ]
@@ -162,6 +161,71 @@ def test_roce_problems_names_node_npu_and_peer():
     info["pings"][1].update(received=3, ok=True)
     assert roce_problems(info, mine, "node1", 100000) == []
     assert roce_problems(info, mine, "node1") == []
+    info["devices"][1]["speed_mbps"] = 25000
+    assert roce_problems(info, mine, "node1", 100000) == ["node1 NPU 1: speed is 25000 Mb/s, expected 100000"]
+
+
+def _report_info(**port1):
+    port = {"device_id": "1", "address": "192.168.121.102", "netmask": "255.255.255.0", "netdetect": None,
+            "link": "UP", "health": "Success", "speed_mbps": 100000}
+    port.update(port1)
+    return {"devices": [{"device_id": "0", "address": "192.168.121.101", "netmask": "255.255.255.0",
+                         "netdetect": None, "link": "UP", "health": "Success", "speed_mbps": 100000}, port]}
+
+
+def test_roce_report_names_a_down_port_or_unknown_speed_as_cable_not_driver():
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_report
+
+    mine = [d for d in roce_plan(good())["devices"] if d["host"] == "node1"]
+    # a port without a link (its QoS could not be read): `-speed -g` printed "Speed: Unknown!"
+    report = roce_report(_report_info(link="DOWN", health="Fault", speed_mbps=None, qos_link_down=True), mine,
+                         "node1", 100000)
+    assert report == {"problems": [
+        "node1 NPU 1: link is DOWN (net health Fault, speed Unknown); likely cause: cable, optics or switch port "
+        "(RDMA QoS of this port is set on a later run once its link is up)"], "notes": []}
+    assert "driver" not in report["problems"][0]
+    report = roce_report(_report_info(speed_mbps=None), mine, "node1", 100000)
+    assert report["problems"] == ["node1 NPU 1: speed is Unknown (hccn_tool -speed -g) with the link UP; likely "
+                                  "cause: cable, optics or switch port"]
+    report = roce_report(_report_info(qos_link_down=True), mine, "node1")
+    assert report["problems"] and "Link status is down" in report["problems"][0]
+    assert "cable, optics or switch port" in report["problems"][0]
+    pings = {"pings": [{"host": "node2", "device_id": "1", "device": "1", "address": "192.168.121.104",
+                        "transmitted": 3, "received": 0, "ok": False, "link_down": True}]}
+    assert roce_report(pings, mine, "node1")["problems"] == [
+        "node1 NPU 1 cannot reach node2 NPU 1 (192.168.121.104): 0/3 packets received (the link of node1 NPU 1 "
+        "is down)"]
+
+
+@pytest.mark.parametrize("netdetect, health, problem", [
+    (None, "Init", None),  # flat L2 fabric, nothing to probe: accepted, named as a note
+    ("", "Init", None),
+    ("192.168.121.1", "Init", "node1 NPU 1: net health is Init: the net-detect address 192.168.121.1 has not "
+                              "answered"),
+    (None, "Fault", "node1 NPU 1: net health is Fault"),
+    ("192.168.121.1", "Fault", "node1 NPU 1: net health is Fault"),
+    ("192.168.121.1", "Success", None),
+])
+def test_roce_report_net_health_init_only_without_netdetect(netdetect, health, problem):
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_report
+
+    mine = [d for d in roce_plan(good())["devices"] if d["host"] == "node1"]
+    report = roce_report(_report_info(netdetect=netdetect, health=health), mine, "node1")
+    assert report["problems"] == ([problem] if problem else [])
+    init_note = ["node1 NPU 1: net health Init accepted (no net-detect address configured on this port, "
+                 "nothing to probe)"]
+    assert report["notes"] == (init_note if health == "Init" and not netdetect else [])
+    assert FilterModule().filters()["roce_report"] is roce_report
+
+
+def test_roce_report_net_health_init_uses_the_plan_when_the_port_was_not_read_for_netdetect():
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_report
+
+    mine = [dict(d, netdetect="192.168.121.1") for d in roce_plan(good())["devices"] if d["host"] == "node1"]
+    info = _report_info(health="Init")
+    del info["devices"][1]["netdetect"]
+    assert roce_report(info, mine, "node1")["problems"] == [
+        "node1 NPU 1: net health is Init: the net-detect address 192.168.121.1 has not answered"]
 
 
 # ------------------------------------------------------------------ /etc/hccn.conf merged

@@ -153,6 +153,15 @@ def test_a_link_up_whose_net_health_is_not_success_is_not_ready():
     assert d.node_health(npu, ready, 4) == {"reachable": True, "npu_health_ok": True, "links_up": True, "detail": []}
 
 
+def test_net_health_init_is_ready_only_on_a_port_without_a_netdetect_address():
+    # a flat L2 fabric: no net-detect address configured, the port stays Init (nothing to probe)
+    flat = [{"device_id": i, "link": "UP", "health": "Init", "netdetect": None} for i in range(2)]
+    assert d.nics_ready(flat, 2) is True
+    probing = [dict(flat[0], netdetect="29.1.0.1"), flat[1]]
+    assert d.nics_ready(probing, 2) is False
+    assert d.nics_ready([dict(flat[0], health="Fault"), flat[1]], 2) is False
+
+
 def test_checkpoint_locality_problem_refuses_node_local_checkpoints_for_any_change_of_nodes():
     from ansible_collections.ascendops.cluster.plugins.module_utils.scale_plan import plan_scale
 

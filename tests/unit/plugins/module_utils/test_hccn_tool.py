@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import pytest
 from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import (
     HCCN_BUSY,
     HccnDevice,
     HccnError,
+    HccnLinkDown,
     HccnParseError,
     HccnTool,
+    diff_text,
     merge_hccn_conf,
     parse_dscp_to_tc,
     parse_gateway,
@@ -27,6 +31,9 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import
     parse_tls,
     render_hccn_conf,
 )
+
+# Vendor texts (and the assumed layouts), each with its source: tests/fixtures/hccn_tool/outputs.json
+VENDOR = json.loads((Path(__file__).resolve().parents[3] / "fixtures" / "hccn_tool" / "outputs.json").read_text())
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures")
 OK = "Cmd executed successfully!"
@@ -108,6 +115,7 @@ class FakeHccn:
         self.fail = fail
         self.no_cert = False
         self.ignore_mtu = False
+        self.link_down = False
         self.calls = []
 
     def __call__(self, argv):
@@ -130,12 +138,15 @@ class FakeHccn:
                 return 1, "No certificate found, please set certs firstly!\n", ""
             return 0, f"dev_id:{argv[2]}, tls switch[{c['tls']}](0:disable, 1:enable), ...\n", ""
         q = self.qos
+        if self.link_down and args[0] in ("-prio_tc", "-pfc", "-dscp_to_tc", "-mtu") and args[1] == "-g":
+            return 1, VENDOR["qos_get_link_down"]["text"], ""
         if args[:3] == ["-dscp_to_tc", "-g", "dscp"]:
             return 0, f"dscp:{args[3]} tc:{q['dscp_tc'].get(args[3], 0)}\n", ""
         if args == ["-prio_tc", "-g"]:
             return 0, "prio_tc map " + ",".join(map(str, q["prio_tc"])) + "\n", ""
-        if args == ["-pfc", "-g"]:
-            return 0, "pfc priority " + ",".join(map(str, q["pfc"])) + "\n", ""
+        if args == ["-pfc", "-g"]:  # the vendor's table
+            return 0, "PFC configuration:\npriority   0 1 2 3 4 5 6 7\nenabled    " + " ".join(
+                map(str, q["pfc"])) + "\n", ""
         if args == ["-mtu", "-g"]:
             return 0, f"mtu:{q['mtu']}\n", ""
         if args[:2] == ["-dscp_to_tc", "-s"]:
@@ -252,6 +263,41 @@ def test_dscp_to_tc_layouts(text):
     assert parse_dscp_to_tc(text, 33) == 2
 
 
+@pytest.mark.parametrize("name, parser", [
+    ("pfc_get", parse_pfc), ("pfc_get_one_line", parse_pfc), ("prio_tc_get_table", parse_prio_tc),
+    ("prio_tc_get_map", parse_prio_tc), ("dscp_to_tc_get", lambda text: parse_dscp_to_tc(text, 33)),
+    ("mtu_get", parse_mtu), ("speed_unknown", parse_speed)])
+def test_vendor_and_documented_layouts(name, parser):
+    assert parser(VENDOR[name]["text"]) == VENDOR[name]["parsed"], VENDOR[name]["source"]
+
+
+def test_pfc_vendor_table_columns_follow_the_priority_row():
+    # the priority row gives each column its priority; blank lines and indentation do not matter
+    assert parse_pfc("PFC configuration:\n\n  priority 7 6 5 4 3 2 1 0\n  enabled  1 0 0 0 0 0 0 0\n") == [
+        0, 0, 0, 0, 0, 0, 0, 1]
+    assert parse_prio_tc("priority 0 1 2 3 4 5 6 7\ntc 3 3 2 2 1 1 0 0\n") == [3, 3, 2, 2, 1, 1, 0, 0]
+    assert parse_prio_tc("map 0 0 1 1 2 2 3 3") == [0, 0, 1, 1, 2, 2, 3, 3]
+
+
+@pytest.mark.parametrize("parser, text, line", [
+    (parse_pfc, "PFC configuration:\npriority   0 1 2 3 4 5 6 7\n", "priority   0 1 2 3 4 5 6 7"),
+    (parse_pfc, "PFC configuration:\npriority   0 1 2 3 4 5 6 7\nenabled    0 0 0 0 2 0 0 0\n",
+     "enabled    0 0 0 0 2 0 0 0"),
+    (parse_pfc, "PFC configuration:\npriority   0 1 2 3 4 5 6 6\nenabled    0 0 0 0 1 0 0 0\n",
+     "priority   0 1 2 3 4 5 6 6"),
+    (parse_pfc, "PFC configuration:\nenabled: 4\n", "enabled: 4"),
+    (parse_prio_tc, "priority   0 1 2 3 4 5 6 7\nclass      0 0 1 1 2 2 3 3\n", "priority   0 1 2 3 4 5 6 7"),
+    (parse_prio_tc, "prio_tc map 0,0,1,1,2,2,3,9\n", "prio_tc map 0,0,1,1,2,2,3,9"),
+    (parse_mtu, "MTU unknown\n", "MTU unknown"),
+    (parse_speed, "Speed: Unknown?\n", "Speed: Unknown?"),
+])
+def test_qos_outputs_of_no_documented_layout_are_refused_with_the_raw_text(parser, text, line):
+    with pytest.raises(HccnParseError) as err:
+        parser(text)
+    assert f"could not read the line {line!r}" in str(err.value)
+    assert f"output: {text.strip()!r}" in str(err.value)
+
+
 def test_qos_outputs_and_unreadable_lines():
     assert parse_prio_tc("prio_tc map 0,0,1,1,2,2,3,3\n") == [0, 0, 1, 1, 2, 2, 3, 3]
     assert parse_pfc("pfc priority 0,0,0,0,1,0,0,0\n") == [0, 0, 0, 0, 1, 0, 0, 0]
@@ -332,3 +378,37 @@ def test_hccn_conf_merge_keeps_the_site_keys():
     # merging again changes nothing
     assert merge_hccn_conf(merged, {0: {"address": "10.0.0.1"}}) == merged
     assert merge_hccn_conf("", {0: {"address": "10.0.0.1"}}) == "address_0=10.0.0.1\n"
+
+
+def test_qos_of_a_port_whose_link_is_down_is_recorded_not_failed_and_set_later():
+    fake = FakeHccn()
+    fake.link_down = True
+    tool = HccnTool(fake, path="/x/hccn_tool", sleep=lambda _s: None)
+    with pytest.raises(HccnLinkDown, match="Link status is down"):
+        tool.run(0, "-pfc", "-g")
+    result = HccnDevice(tool, 0).apply(dict(WANT, **QOS))
+    # the addresses are set; no QoS command (nothing could be read), nothing read back fails on it
+    assert result["before"]["qos_link_down"] and result["after"]["qos_link_down"]
+    assert result["before"]["pfc"] is None and result["before"]["mtu"] is None
+    assert not [c for c in result["commands"] if c[0] in ("-dscp_to_tc", "-pfc", "-mtu")]
+    assert [c[0] for c in result["commands"]] == ["-ip", "-gateway", "-netdetect", "-tls"]
+    assert "pfc: (not read: link down)" in diff_text(0, result["before"])
+    # once the link is up, a later run sets the QoS
+    fake.link_down = False
+    again = HccnDevice(tool, 0).apply(dict(WANT, **QOS))
+    assert "qos_link_down" not in again["before"]
+    assert [c[0] for c in again["commands"]] == ["-dscp_to_tc", "-pfc", "-mtu"]
+    assert again["after"]["pfc"] == [1, 0, 0, 0, 1, 0, 0, 0]
+
+
+def test_other_qos_failures_still_fail():
+    fake = FakeHccn(fail="dcmi module initialize failed. ret is -8005")
+    tool = HccnTool(fake, path="/x/hccn_tool", sleep=lambda _s: None)
+    with pytest.raises(HccnError, match="-8005") as err:
+        HccnDevice(tool, 0).apply(dict(WANT, **QOS))
+    assert not isinstance(err.value, HccnLinkDown)
+
+
+def test_speed_unknown_is_read_as_none():
+    assert parse_speed("Speed: Unknown!") is None
+    assert parse_speed("Speed: unknown") is None

@@ -29,6 +29,9 @@ if dev is None:
     print("Parameter error: invalid device id"); sys.exit(1)
 cmd, mode, rest = a[2], a[3], a[4:]
 kv = dict(zip(rest[::2], rest[1::2]))
+down = dev.get("link", "UP") == "DOWN"
+if down and mode == "-g" and cmd in ("-prio_tc", "-pfc", "-dscp_to_tc", "-mtu"):
+    print("Link status is down"); sys.exit(1)  # real 910B nodes (ascend-facts.md, third round)
 if mode == "-s":
     if cmd == "-ip":
         dev["address"], dev["netmask"] = kv["address"], kv["netmask"]
@@ -38,6 +41,12 @@ if mode == "-s":
         dev["netdetect"] = kv["address"]
     elif cmd == "-tls":
         dev["tls"] = int(kv["enable"])
+    elif cmd == "-dscp_to_tc":
+        dev.setdefault("dscp_tc", {})[kv["dscp"]] = int(kv["tc"])
+    elif cmd == "-pfc":
+        dev["pfc"] = kv["priority"]
+    elif cmd == "-mtu":
+        dev["mtu"] = int(kv["size"])
     json.dump(st, open(state_path, "w"))
     print("Cmd executed successfully!"); sys.exit(0)
 g = lambda k: dev.get(k) or ""
@@ -49,8 +58,15 @@ out = {
             % (a[1], dev.get("tls", 1)),
     "-link": "link status: %s" % dev.get("link", "UP"),
     "-net_health": "net health status: %s" % dev.get("health", "Success"),
-    "-speed": "Speed: 100000 Mb/s",
+    "-speed": "Speed: Unknown!" if down else "Speed: 100000 Mb/s",
+    "-prio_tc": "prio_tc map 0,0,1,1,2,2,3,3",
+    "-pfc": "PFC configuration:\npriority   0 1 2 3 4 5 6 7\nenabled    "
+            + dev.get("pfc", "0,0,0,0,0,0,0,0").replace(",", " "),
+    "-dscp_to_tc": "dscp:%s tc:%d" % (kv.get("dscp"), dev.get("dscp_tc", {}).get(kv.get("dscp"), 0)),
+    "-mtu": "mtu:%d" % dev.get("mtu", 1500),
 }.get(cmd)
+if cmd == "-ping" and down and st.get("ping_refused_when_down"):
+    print("Link status is down"); sys.exit(1)
 if cmd == "-ping":
     n = int(kv.get("pkt", "3")); r = n if kv["address"] in st.get("reachable", []) else 0
     out = "device %s PING %s\n%d packets transmitted, %d received, %.2f%% packet loss" % (
@@ -149,7 +165,7 @@ def test_hccn_info_reports_every_device_and_pings(run_module, tmp_path):
         {"device_id": "0", "phy_id": "4", "address": "192.168.121.101", "netmask": "255.255.255.0", "gateway": None,
          "netdetect": None, "tls": False, "link": "UP", "health": "Success", "speed_mbps": 100000},
         {"device_id": "1", "phy_id": "1", "address": None, "netmask": None, "gateway": None, "netdetect": None,
-         "tls": True, "link": "DOWN", "health": "Fault", "speed_mbps": 100000},
+         "tls": True, "link": "DOWN", "health": "Fault", "speed_mbps": None},  # Speed: Unknown!
     ]
     assert [(p["address"], p["received"], p["ok"]) for p in result["pings"]] == [
         ("192.168.121.103", 2, True), ("192.168.121.104", 0, False)]
@@ -296,3 +312,54 @@ def test_hccn_conf_file_needs_ports(run_module, tmp_path):
     fake = Fake(tmp_path)
     result = run_module(hccn.main, dict(ARGS, hccn_tool=fake.path, conf_file=str(tmp_path / "c")))
     assert result["failed"] and "ports" in result["msg"]
+
+
+def test_hccn_ports_a_down_port_is_recorded_not_failed_and_its_qos_set_later(run_module, tmp_path):
+    """A cable fault: QoS reads fail with "Link status is down" and the speed is Unknown on one port; the
+    module sets what it can, reports the port (no driver hint) and sets its QoS once the link is up."""
+    fake = Fake(tmp_path)
+    state = fake.state()
+    state["devices"]["1"]["link"] = "DOWN"
+    state["devices"]["1"]["health"] = "Fault"
+    fake.save(state)
+    args = {"ports": PORTS, "status": True, "rdma_dscp": 33, "rdma_priority": 4, "mtu": 9000,
+            "hccn_tool": fake.path, "delay": 0.0}
+    result = run_module(hccn.main, args, diff=True)
+    assert not result.get("failed"), result
+    assert "-i 0 -pfc -s priority 0,0,0,0,1,0,0,0" in result["commands"]
+    assert not [c for c in result["commands"] if c.startswith("-i 1 -") and c.split()[2] in ("-pfc", "-mtu")]
+    assert "-i 1 -ip -s address 192.168.121.102 netmask 255.255.255.0" in result["commands"]
+    assert result["ports"][1]["qos_link_down"] and "qos_link_down" not in result["ports"][0]
+    down = result["devices"][1]
+    assert (down["link"], down["health"], down["speed_mbps"], down["qos_link_down"]) == ("DOWN", "Fault", None, True)
+    assert result["devices"][0]["speed_mbps"] == 100000
+    assert fake.state()["devices"]["0"]["pfc"] == "0,0,0,0,1,0,0,0" and "pfc" not in fake.state()["devices"]["1"]
+    # the cable is fixed: the next run sets the port's QoS
+    state = fake.state()
+    state["devices"]["1"].update(link="UP", health="Success")
+    fake.save(state)
+    again = run_module(hccn.main, args)
+    assert again["changed"] and not again.get("failed"), again
+    assert again["commands"] == ["-i 1 -dscp_to_tc -s dscp 33 tc 2", "-i 1 -pfc -s priority 0,0,0,0,1,0,0,0",
+                                 "-i 1 -mtu -s size 9000"]
+
+
+def test_hccn_info_a_down_port_refusing_a_ping_is_a_failed_ping_not_a_driver_failure(run_module, tmp_path):
+    fake = Fake(tmp_path, ping_refused_when_down=True, reachable=["192.168.121.103"])
+    state = fake.state()
+    state["devices"]["1"]["link"] = "DOWN"
+    fake.save(state)
+    result = run_module(hccn_info.main, {"devices": [1], "hccn_tool": fake.path, "ping_count": 2,
+                                         "ping": [{"device": 1, "address": "192.168.121.103"}]})
+    assert not result.get("failed"), result
+    assert result["devices"][0]["speed_mbps"] is None
+    ping = result["pings"][0]
+    assert (ping["ok"], ping["received"], ping["transmitted"], ping["link_down"]) == (False, 0, 2, True)
+
+
+def test_hccn_a_link_down_refusal_of_a_set_names_the_cable_not_the_driver(run_module, tmp_path):
+    # a tool that refuses every call with the vendor's link-down answer
+    path = write_script(tmp_path / "hccn_tool", "#!/bin/sh\necho 'Link status is down'\nexit 1\n")
+    result = run_module(hccn.main, dict(ARGS, hccn_tool=path))
+    assert result["failed"] and "cable, optics or switch port" in result["msg"]
+    assert "NPU driver" not in result["msg"]
