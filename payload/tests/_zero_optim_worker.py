@@ -37,6 +37,7 @@ class FlattenOnceAdamW(torch.optim.Optimizer):
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """In place whatever set_to_none says, as torch_npu's do: the combined gradients stay."""
+        del set_to_none  # never None: the combined gradients are kept
         for params in self.param_groups:
             for p in params["params"]:
                 if p.grad is not None:
