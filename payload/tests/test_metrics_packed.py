@@ -28,9 +28,38 @@ def test_hfu_factor_per_recompute_mode():
 
 
 def test_every_peak_entry_has_a_source():
-    from ascendops_trainer.metrics import PEAK_SOURCES, PEAK_TFLOPS_BF16, peak_source_for, peak_tflops_for
+    from ascendops_trainer.metrics import PEAK_SOURCES, PEAK_TABLE, PEAK_TFLOPS_BF16, peak_source_for, peak_tflops_for
 
-    assert {k for k, _ in PEAK_TFLOPS_BF16} == set(PEAK_SOURCES)
-    assert "datasheet" in peak_source_for("NVIDIA H100 80GB HBM3")
+    assert {k for k, _ in PEAK_TFLOPS_BF16} == set(PEAK_SOURCES) == {k for k, _, _ in PEAK_TABLE}
+    for name, _, source in PEAK_TABLE:
+        assert "datasheet" in source or "vendor facts" in source, (name, source)
+        assert "estimate" not in source.lower(), (name, source)
+    assert "H100 SXM" in peak_source_for("NVIDIA H100 80GB HBM3")
     assert peak_tflops_for("Some Unknown Accelerator") is None
     assert peak_source_for("Some Unknown Accelerator") is None
+
+
+def test_peak_sources_arithmetic_is_right():
+    """Where a source works a figure out as cores x FLOP per clock x clock (or as half the datasheet's
+    with-sparsity figure), the arithmetic gives the table's figure; where it says the figure is NOT
+    reproduced, it is not."""
+    import re
+
+    from ascendops_trainer.metrics import PEAK_TABLE
+
+    checked = 0
+    for name, tflops, source in PEAK_TABLE:
+        m = re.search(r"(\d+) AI cores x (\d+) FLOP/clock x ([\d.]+) GHz = ([\d.]+)", source)
+        if m:
+            cores, per_clock, ghz, written = int(m[1]), int(m[2]), float(m[3]), float(m[4])
+            computed = cores * per_clock * ghz / 1000
+            assert round(computed, 1) == written, (name, computed, written)
+            assert per_clock == 16 * 16 * 16 * 2  # one cube: 16x16x16 multiply-adds per clock
+            assert (round(computed, 1) == tflops) == ("NOT reproduced" not in source), (name, computed, tflops)
+            checked += 1
+        m = re.search(r"([\d,]+) TFLOPS with sparsity, (\d+) dense", source)
+        if m:
+            sparse, dense = float(m[1].replace(",", "")), float(m[2])
+            assert dense == tflops and abs(sparse / 2 - dense) < 1, (name, sparse, dense)
+            checked += 1
+    assert checked == len(PEAK_TABLE) - 1  # all but A100 (its datasheet gives the dense figure itself)

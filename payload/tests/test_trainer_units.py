@@ -162,7 +162,9 @@ def test_peak_table():
     assert peak_tflops_for("NVIDIA A100-SXM4-80GB") == 312.0
     assert peak_tflops_for("NVIDIA H100 NVL") == 835.0  # not the SXM figure
     assert peak_tflops_for("Ascend910B2C") == 353.9
-    assert peak_tflops_for("Ascend910_9392") == peak_tflops_for("Ascend910_9382") == 390.0  # A3 / 910C, per die
+    assert peak_tflops_for("NVIDIA H200 NVL") == 835.0  # not the SXM figure either
+    # A3 / 910C: no vendor figure per die, so no entry: no peak, not an estimate
+    assert peak_tflops_for("Ascend910_9392") is None and peak_tflops_for("Ascend910_9382") is None
     assert peak_tflops_for("Some other chip") is None
     assert len({k for k, _ in PEAK_TFLOPS_BF16}) == len(PEAK_TFLOPS_BF16)
 
@@ -171,8 +173,10 @@ def test_resolve_peak_tflops_order():
     from ascendops_trainer.metrics import resolve_peak_tflops
 
     assert resolve_peak_tflops(123.0, "npu", "Ascend910B1", "bf16") == (123.0, "metrics.peak_tflops")
-    assert resolve_peak_tflops(None, "npu", "Ascend910B2", "bf16") == (353.9, "table")
-    assert resolve_peak_tflops(None, "cuda", "Some other chip", "bf16") == (None, "table")
+    peak, source = resolve_peak_tflops(None, "npu", "Ascend910B2", "bf16")
+    assert peak == 353.9 and source.startswith("table: ") and "24 AI cores" in source
+    assert resolve_peak_tflops(None, "cuda", "Some other chip", "bf16") == (None, "no peak known")
+    assert resolve_peak_tflops(None, "npu", "Ascend910_9392", "bf16") == (None, "no peak known")
     peak, source = resolve_peak_tflops(None, "cpu", "cpu", "fp32")
     assert peak > 0 and source == "measured fp32 matmul"
 

@@ -9,7 +9,6 @@ because the data loader is built from the latter.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import logging
 import math
@@ -219,21 +218,8 @@ def param_groups(model, weight_decay: float) -> list[dict[str, Any]]:
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
-def npu_fused_adamw_class():
-    """torch_npu's fused AdamW (torch_npu.optim.NpuFusedAdamW: one kernel over the flattened parameters of
-    a group, which ZeRO already keeps flat), or None when torch_npu or the class is missing."""
-    if importlib.util.find_spec("torch_npu") is None:
-        return None
-    try:
-        from torch_npu.optim import NpuFusedAdamW
-    except ImportError as e:
-        log.info("torch_npu has no NpuFusedAdamW (%s): using torch.optim.AdamW", e)
-        return None
-    return NpuFusedAdamW
-
-
 def fused_adam_class(device_type: str):
-    """DeepSpeed's FusedAdam when its op builds and loads on CUDA, else None (NPU: npu_fused_adamw_class)."""
+    """DeepSpeed's FusedAdam when its op builds and loads on CUDA, else None (NPU and CPU: torch AdamW)."""
     if device_type not in ("cuda",):
         return None
     try:
@@ -250,20 +236,24 @@ def fused_adam_class(device_type: str):
 
 
 def make_optimizer(model, cfg: JobConfig, device_type: str = "cpu"):
-    """AdamW with decoupled weight decay: fused where available (NPU: torch_npu's NpuFusedAdamW; CUDA:
-    DeepSpeed's FusedAdam in adam_w_mode), else torch's."""
+    """AdamW with decoupled weight decay, on a path proven equal to torch.optim.AdamW under ZeRO 1, 2 and 3
+    (payload/tests/test_optimizer_zero.py).
+
+    parallel.fused_adam true: on CUDA DeepSpeed's FusedAdam (adam_w_mode) when its op loads; elsewhere (NPU,
+    CPU) and when it does not load, torch AdamW with foreach (multi-tensor kernels; ZeRO hands it one flat
+    tensor per group anyway). false: torch AdamW with its per-parameter loop. torch_npu's NpuFusedAdamW is
+    never used: it flattens each group once, on its first step(), and then indexes by group position, while
+    ZeRO calls step() with the groups swapped one at a time and a new .grad tensor every step - it would
+    update one group twice with stale gradients and never the others, silently. DeepSpeed's NPU FusedAdam
+    (torch._fused_adamw_ per tensor) is not used either: its NPU kernel is not checked here."""
     import torch
 
     o = cfg.optim
     groups = param_groups(model, o.weight_decay)
-    if cfg.parallel.fused_adam and device_type == "npu":
-        npu_fused = npu_fused_adamw_class()
-        if npu_fused is not None:  # per-group weight decay comes with the groups
-            return npu_fused(groups, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps)
     fused = fused_adam_class(device_type) if cfg.parallel.fused_adam else None
     if fused is not None:
         return fused(groups, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps, adam_w_mode=True)
-    return torch.optim.AdamW(groups, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps)
+    return torch.optim.AdamW(groups, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps, foreach=cfg.parallel.fused_adam)
 
 
 def make_scheduler(optimizer, cfg: JobConfig):

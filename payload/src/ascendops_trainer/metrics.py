@@ -13,8 +13,9 @@ FLOPs per token follow the PaLM paper (Chowdhery et al. 2022, appendix B):
 - Activation recomputation is not counted: this is model FLOPs utilisation (MFU), not hardware
   FLOPs; a run with activation checkpointing does ~1/3 more work than it gets credit for.
 
-MFU = achieved FLOP/s per device / the device's dense bf16 peak (table below). For a CPU there is no
-datasheet figure: the trainer measures a matmul's throughput at start-up and uses that.
+MFU = achieved FLOP/s per device / the device's dense bf16 peak (table below, each entry with its source).
+A device without an entry has no peak known: MFU null. For a CPU there is no datasheet figure: the
+trainer measures a matmul's throughput at start-up and uses that.
 """
 
 from __future__ import annotations
@@ -30,39 +31,44 @@ log = logging.getLogger(__name__)
 
 # Dense BF16 peak per device in TFLOPS, matched as a substring of the device name torch reports
 # (torch_npu: "Ascend910B1"; CUDA: "NVIDIA H100 80GB HBM3"). First match wins: specific names first.
-PEAK_TFLOPS_BF16: list[tuple[str, float]] = [
-    ("Ascend910B1", 373.9),
-    ("Ascend910B2", 353.9),  # also Ascend910B2C
-    ("Ascend910B3", 294.9),
-    ("Ascend910B4", 245.8),
-    # Atlas A3 (Ascend 910C: two dies per package, each die one torch_npu device, "Ascend910_93xx"):
-    # ~781 TFLOPS per package as reported for CloudMatrix 384 (300 PFLOPS / 384), so ~390 per device.
-    # An estimate, not a datasheet figure: set metrics.peak_tflops where you know your part's.
-    ("Ascend910_93", 390.0),
-    ("Ascend910C", 390.0),
-    ("H100 PCIe", 756.0),  # NVIDIA datasheet, dense (1513 with sparsity)
-    ("H100 NVL", 835.0),  # dense (1671 with sparsity)
-    ("H100", 989.0),  # SXM
-    ("H200", 989.0),
-    ("A100", 312.0),
+# Each entry: (name, TFLOPS, where the figure comes from). A device without an entry has no peak: MFU is
+# null for it unless metrics.peak_tflops is set; nothing is estimated here.
+#
+# Ascend: the figures are the project's vendor facts (shared/ascend-facts.md, Hardware). Checked as
+# AI cores x FLOP per clock x clock: one Da Vinci AI Core's cube does 16x16x16 = 4096 FP16/BF16
+# multiply-adds = 8192 FLOP per clock (Huawei, "DaVinci: A Scalable Architecture for Neural Network
+# Computing", Hot Chips 31, 2019). 910B1's 25 AI cores are public (npu-smi `Aicore Count : 25`, gpustack
+# issue 2135); the counts of 910B2/B3/B4 and the clocks are the ones that reproduce the vendor figures (the
+# simulator assumes the same, docs/sim-contract.md), not read from a vendor sheet.
+# NVIDIA: the dense figure of the vendor's datasheet (half the "with sparsity" figure it lists first).
+PEAK_TABLE: list[tuple[str, float, str]] = [
+    ("Ascend910B1", 373.9, "vendor facts (Atlas 800T A2, 910B1); NOT reproduced by 25 AI cores x 8192 FLOP/clock "
+     "x 1.8 GHz = 368.6: it implies 1.826 GHz, unconfirmed"),
+    ("Ascend910B2", 353.9, "vendor facts (Atlas 800T A2, 910B2, also 910B2C) = 24 AI cores x 8192 FLOP/clock "
+     "x 1.8 GHz = 353.9"),
+    ("Ascend910B3", 294.9, "vendor facts (910B3) = 20 AI cores x 8192 FLOP/clock x 1.8 GHz = 294.9"),
+    ("Ascend910B4", 245.8, "vendor facts (910B4) = 20 AI cores x 8192 FLOP/clock x 1.5 GHz = 245.8"),
+    ("H100 PCIe", 756.0, "NVIDIA H100 Tensor Core GPU datasheet, H100 PCIe: BF16 Tensor Core 1,513 TFLOPS "
+     "with sparsity, 756 dense"),
+    ("H100 NVL", 835.0, "NVIDIA H100 Tensor Core GPU datasheet, H100 NVL: BF16 Tensor Core 1,671 TFLOPS "
+     "with sparsity, 835 dense"),
+    ("H100", 989.0, "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM: BF16 Tensor Core 1,979 TFLOPS with "
+     "sparsity, 989 dense"),
+    ("H200 NVL", 835.0, "NVIDIA H200 Tensor Core GPU datasheet, H200 NVL: BF16 Tensor Core 1,671 TFLOPS "
+     "with sparsity, 835 dense"),
+    ("H200", 989.0, "NVIDIA H200 Tensor Core GPU datasheet, H200 SXM: BF16 Tensor Core 1,979 TFLOPS with "
+     "sparsity, 989 dense"),
+    ("A100", 312.0, "NVIDIA A100 Tensor Core GPU datasheet: BF16 Tensor Core 312 TFLOPS dense (624 with "
+     "sparsity)"),
 ]
+# Ascend 910C / Atlas A3 ("Ascend910_93xx", one torch_npu device per die) has no entry: no per-die figure
+# from the vendor; set metrics.peak_tflops where you know yours.
 
+# The table's two views (name -> figure, name -> source), as earlier code and tests read them.
+PEAK_TFLOPS_BF16: list[tuple[str, float]] = [(name, tflops) for name, tflops, _ in PEAK_TABLE]
+PEAK_SOURCES: dict[str, str] = {name: source for name, _, source in PEAK_TABLE}
 
-# Where each PEAK_TFLOPS_BF16 figure comes from (every entry must have one; a test checks it).
-PEAK_SOURCES: dict[str, str] = {
-    "Ascend910B1": "Ascend 910B dense BF16/FP16 per NPU as collected in the project's vendor facts "
-    "(shared/ascend-facts.md, Atlas 800T A2); no public per-SKU datasheet",
-    "Ascend910B2": "as Ascend910B1 (vendor facts, Atlas 800T A2)",
-    "Ascend910B3": "as Ascend910B1 (vendor facts, Atlas 800T A2)",
-    "Ascend910B4": "as Ascend910B1 (vendor facts, Atlas 800T A2)",
-    "Ascend910_93": "estimate: CloudMatrix 384 published 300 PFLOPS BF16 / 384 packages / 2 dies",
-    "Ascend910C": "estimate: CloudMatrix 384 published 300 PFLOPS BF16 / 384 packages / 2 dies",
-    "H100 PCIe": "NVIDIA H100 Tensor Core GPU datasheet (BF16 dense = half the sparsity figure)",
-    "H100 NVL": "NVIDIA H100 Tensor Core GPU datasheet (BF16 dense = half the sparsity figure)",
-    "H100": "NVIDIA H100 Tensor Core GPU datasheet, SXM5 (BF16 dense = half the sparsity figure)",
-    "H200": "NVIDIA H200 Tensor Core GPU datasheet (same BF16 tensor throughput as H100 SXM)",
-    "A100": "NVIDIA A100 Tensor Core GPU datasheet, BF16 dense",
-}
+NO_PEAK = "no peak known"
 
 
 def peak_source_for(device_name: str) -> str | None:
@@ -127,12 +133,16 @@ def resolve_peak_tflops(
     configured: float | None, device_type: str, device: str, precision: str
 ) -> tuple[float | None, str]:
     """The per-device peak MFU is measured against, and where it came from: the configured value,
-    else on CPU a matmul measured now in the run's precision, else the device table."""
+    else on CPU a matmul measured now in the run's precision, else the device table ("table: <source>");
+    (None, "no peak known") for a device without an entry: MFU is then null, not guessed."""
     if configured:
         return configured, "metrics.peak_tflops"
     if device_type == "cpu":
         return measure_cpu_matmul_tflops(precision), f"measured {precision} matmul"
-    return peak_tflops_for(device), "table"
+    peak = peak_tflops_for(device)
+    if peak is None:
+        return None, NO_PEAK
+    return peak, f"table: {peak_source_for(device)}"
 
 
 def measure_cpu_matmul_tflops(dtype_name: str = "fp32", n: int = 1024, min_seconds: float = 0.3) -> float:
