@@ -42,6 +42,8 @@ checks() {
   step sanity scripts/sanity.sh
   step collection-build scripts/check-build.sh
   step argument-specs scripts/check-argument-specs.py
+  # Every module, filter, lookup and callback (found in plugins/, not listed by hand) has a doc ansible-doc renders.
+  step ansible-doc scripts/check-ansible-doc.py
   step docs-current scripts/gen-docs.py --check
   step sample-inventory scripts/check-inventory-sample.sh
   step pytest pytest tests
