@@ -43,6 +43,7 @@ checks() {
   step collection-build scripts/check-build.sh
   step argument-specs scripts/check-argument-specs.py
   step docs-current scripts/gen-docs.py --check
+  step changelog scripts/check-changelog.sh
   step sample-inventory scripts/check-inventory-sample.sh
   step pytest pytest tests
   step pytest-payload pytest payload/tests
