@@ -45,6 +45,7 @@ checks() {
   # Every module, filter, lookup and callback (found in plugins/, not listed by hand) has a doc ansible-doc renders.
   step ansible-doc scripts/check-ansible-doc.py
   step docs-current scripts/gen-docs.py --check
+  step changelog scripts/check-changelog.sh
   step sample-inventory scripts/check-inventory-sample.sh
   step pytest pytest tests
   step pytest-payload pytest payload/tests

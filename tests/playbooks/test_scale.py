@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 # The trainer's universal-checkpoint resume (payload/, checkpoint.resume_universal): without it a new
 # world size is refused.
 UNIVERSAL = "checkpoint.resume_universal" in TRAINER_KEYS
-SAMPLE_JOB = yaml.safe_load((ROOT / "inventories/sample/group_vars/npu_nodes/ascend.yml").read_text())["launch_job"]
+SAMPLE_JOB = yaml.safe_load((ROOT / "inventories/sample/group_vars/all/job.yml").read_text())["launch_job"]
 # The sample keeps checkpoints on each node's own disk, which no change of nodes can resume from: the
 # plans that must pass put them on one file system.
 SHARED_JOB = dict(SAMPLE_JOB, checkpoint_shared_fs=True)

@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.slow,
 
 VENV_BIN = Path(sys.executable).parent
 ADDRESSES = {"a2-node01": "192.0.2.11", "a2-node02": "192.0.2.12", "a2-node03": "192.0.2.13"}
-JOB = dict(yaml.safe_load((ROOT / "inventories/sample/group_vars/npu_nodes/ascend.yml").read_text())["launch_job"],
+JOB = dict(yaml.safe_load((ROOT / "inventories/sample/group_vars/all/job.yml").read_text())["launch_job"],
            checkpoint_shared_fs=True, global_batch_size=96, micro_batch_size=2)
 DEVICES = 8
 

@@ -4,6 +4,8 @@ change. The nodes' versions and health come from a stand-in for the probe (day2.
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import yaml
 
@@ -136,6 +138,13 @@ def test_an_unknown_target_is_refused_naming_the_known_ones(tmp_path):
 
 
 def test_without_a_release_the_role_settings_are_the_target_and_the_image_is_left_alone(tmp_path):
+    # A site that pins the role versions and names no release: the sample without its release.yml.
+    inv = tmp_path / "inventory"
+    shutil.copytree(ROOT / "inventories" / "sample", inv)
+    (inv / "group_vars" / "all" / "release.yml").unlink()
+    (inv / "group_vars" / "all" / "versions.yml").write_text(yaml.safe_dump({
+        "npu_driver_version": OLD["driver"], "npu_driver_firmware_version": OLD["firmware"],
+        "cann_version": OLD["cann_toolkit"], "container_runtime_ascend_runtime_version": OLD["docker_runtime"]}))
     run = run_playbook(tmp_path, "upgrade.yml", probe(), {"cann_version": "8.2.RC1"}, check=True)
     assert run.rc == 0, run.out
     assert "Upgrade to release role-settings" in run.text
