@@ -31,7 +31,10 @@ attributes:
     support: none
 options:
   bundle:
-    description: Path of the C(tar.gz) to write on the node (its directory is created).
+    description:
+      - Path of the C(tar.gz) to write on the node, 0600 from its creation.
+      - Its directory is created 0700; an existing one must be a real directory (not a symbolic link) of the
+        module's user, else the module fails naming it (another user made it first).
     type: path
     required: true
   install_path:
@@ -91,6 +94,16 @@ options:
     description: Time limit of C(msnpureport).
     type: int
     default: 120
+  redact_values:
+    description:
+      - Secret values replaced by C(***) wherever they appear in the bundle and in C(triage) (the job's
+        C(extra_env) values, the registry password), besides the redaction by key and by shape.
+      - Values shorter than 6 characters or plain numbers are left to the redaction by key (a C(1) or C(INFO)
+        would mask every such word of the logs); pass only such values, as Ansible masks every value of this
+        option in the module's result too.
+    type: list
+    elements: str
+    default: []
 """
 
 EXAMPLES = r"""
@@ -127,7 +140,7 @@ triage:
 import os  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_collect import Collector  # noqa: E402
+from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_collect import CollectError, Collector  # noqa: E402
 from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import discover_devices  # noqa: E402
 from ansible_collections.ascendops.cluster.plugins.module_utils.vendor_command import vendor_runner  # noqa: E402
 
@@ -150,6 +163,7 @@ def main():
             max_file_bytes=dict(type="int", default=20 * 1024 * 1024),
             max_total_bytes=dict(type="int", default=200 * 1024 * 1024),
             msnpureport_timeout_s=dict(type="int", default=120),
+            redact_values=dict(type="list", elements="str", default=[], no_log=True),
         ),
         supports_check_mode=True,
     )
@@ -157,7 +171,10 @@ def main():
     params["hccn_tool"] = params["hccn_tool"] or os.path.join(params["install_path"], "driver", "tools", "hccn_tool")
 
     collector = Collector(vendor_runner(module), params, discover_devices())
-    result = collector.collect(params["bundle"], check_mode=module.check_mode)
+    try:
+        result = collector.collect(params["bundle"], check_mode=module.check_mode)
+    except CollectError as e:
+        module.fail_json(msg=str(e))
     module.exit_json(**result)
 
 
