@@ -245,7 +245,8 @@ def _walk_tasks(node, path):
 
 
 def refusals_in(path: Path):
-    """(task name, message) of each fail/assert task of one tasks or playbook file."""
+    """(task name, message) of each fail/assert task of one tasks or playbook file, and of each debug task
+    that fails by its failed_when (a refusal that check mode only reports)."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError:
@@ -258,6 +259,10 @@ def refusals_in(path: Path):
                 msg = args.get("fail_msg", args.get("msg"))
                 if msg is not None:
                     found.append((task.get("name", "(unnamed task)"), render_messages(msg)))
+        for key in ("ansible.builtin.debug", "debug"):
+            args = task.get(key)
+            if isinstance(args, dict) and args.get("msg") is not None and task.get("failed_when") not in (None, False):
+                found.append((task.get("name", "(unnamed task)"), render_messages(args["msg"])))
     return found
 
 
