@@ -94,18 +94,12 @@ def loss_of(model, x, y):
 def reference(cfg, data) -> dict[str, torch.Tensor]:
     """torch.optim.AdamW (its defaults otherwise), same groups and schedule, no DeepSpeed: the gradient of the
     mean of the ranks' losses is the average DeepSpeed reduces."""
-    from ascendops_trainer.engine import make_scheduler, param_groups
+    from ascendops_trainer.engine import param_groups
 
-    model = tiny_model()
-    o = cfg.optim
-    opt = torch.optim.AdamW(param_groups(model, o.weight_decay), lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps)
-    sched = make_scheduler(opt, cfg)
-    for step in data:
-        opt.zero_grad()
-        (sum(loss_of(model, x, y) for x, y in step) / len(step)).backward()
-        opt.step()
-        sched.step()
-    return {n: p.detach().clone() for n, p in model.named_parameters()}
+    def adamw(model, cfg):
+        o = cfg.optim
+        return torch.optim.AdamW(param_groups(model, o.weight_decay), lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps)
+    return plain_loop(cfg, data, adamw)
 
 
 def plain_loop(cfg, data, opt_factory) -> dict[str, torch.Tensor]:
