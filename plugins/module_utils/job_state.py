@@ -188,6 +188,45 @@ def node_verdict(unit, status=None, intent=None, job=None, container=None, start
     return verdict("drift", "not running (stopped outside ascendops, or the node restarted and the unit did not)")
 
 
+def container_verdict(status=None, intent=None, job=None, container=None, started_fingerprint=None,
+                      fingerprint=None):
+    """The job's state on a node where a scheduler (Slurm: launch_scheduler=slurm) runs the job's container,
+    not a systemd unit: from the container (its engine's state, None when there is none), the trainer's
+    status file and the stop record. The scheduler's own view (queued, running, requeued) is the Slurm
+    job's (module_utils/slurm.py); this is the node's part. Same keys as node_verdict()."""
+    status = _status_for(status, job)
+    stopped_by_user = bool(isinstance(intent, dict) and intent.get("intent") == "stopped"
+                           and intent.get("job") in (None, job))
+    changed = bool(fingerprint) and fingerprint != (started_fingerprint or "")
+    code = _int(status.get("exit_code"), None) if status and status.get("exit_code") is not None else None
+    out = {"changed": changed, "enabled": True, "exit_code": code, "restarts": 0,
+           "stopped_by_user": stopped_by_user, "unit_state": ""}
+    reason_tail = f": {status['reason']}" if status and status.get("reason") else ""
+
+    def verdict(state, reason):
+        return dict(out, state=state, reason=reason, enable_only=False)
+
+    if container in ("running", "created", "restarting", "paused"):
+        return verdict("running", f"its container is {container} (under Slurm)")
+    if container == "removing":
+        return verdict("stopping", "its container is being removed")
+    if stopped_by_user:
+        return verdict("stopped", f"stopped by stop.yml{_at(intent)}")
+    state = status.get("state") if status else None
+    if state == "completed":
+        return verdict("completed", _completed(status))
+    if state == "failed" or code in DO_NOT_RETRY:
+        return verdict("failed", f"exit {code} ({exit_meaning(code)}){reason_tail}")
+    if state == "stopped" or code == 143:
+        return verdict("drift", "not running: stopped after its final checkpoint (scancel, the time limit or a "
+                       "node failure, not stop.yml)")
+    if state in ("running", "starting"):
+        return verdict("drift", "not running here now (the status file says running, no container)")
+    if not started_fingerprint and status is None:
+        return verdict("new", "not started on this node yet")
+    return verdict("drift", "not running here now")
+
+
 def _at(intent):
     at = intent.get("at") if isinstance(intent, dict) else None
     return f" ({intent.get('at_text') or at})" if at else ""
@@ -439,6 +478,14 @@ class JobInfo:
         return ids
 
     def log(self):
+        if self.p.get("scheduler") == "slurm":
+            # the container's output (the task script removes the container when it ends: the Slurm job's
+            # output file holds it then)
+            engine = self.module.get_bin_path(self.p["engine"])
+            if engine is None:
+                return ""
+            rc, out, err = self._run([engine, "logs", "--tail", "2000", self.p["container"]])
+            return (out + err) if rc == 0 else ""
         journalctl = self.module.get_bin_path("journalctl")
         if journalctl is None:
             return ""
@@ -449,14 +496,19 @@ class JobInfo:
     def run(self):
         import time
 
-        unit = self.unit()
+        slurm = self.p.get("scheduler") == "slurm"
+        unit = {} if slurm else self.unit()
         status = self._read_json(self.p["status_file"])
         intent = self._read_json(self.p["intent_file"])
         container = self.container()
         started = self._read_text(self.p["fingerprint_file"])
-        verdict = node_verdict(unit, status=status, intent=intent, job=self.p["job"], container=container,
-                               started_fingerprint=started, fingerprint=self.p["fingerprint"],
-                               now_monotonic_s=time.monotonic(), container_grace_s=self.p["container_grace_s"])
+        if slurm:
+            verdict = container_verdict(status=status, intent=intent, job=self.p["job"], container=container,
+                                        started_fingerprint=started, fingerprint=self.p["fingerprint"])
+        else:
+            verdict = node_verdict(unit, status=status, intent=intent, job=self.p["job"], container=container,
+                                   started_fingerprint=started, fingerprint=self.p["fingerprint"],
+                                   now_monotonic_s=time.monotonic(), container_grace_s=self.p["container_grace_s"])
         mine = _status_for(status, self.p["job"])
         job = dict(verdict, unit=unit, status=mine, intent=intent, container=container,
                    trained_since=trained_since(mine, self.p["since"], self.p["job"]),

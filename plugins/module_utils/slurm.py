@@ -291,7 +291,8 @@ def job_summary(info):
     return {"job_id": info.get("JobId", ""), "state": state, "code": STATE_CODES.get(state, state),
             "reason": info.get("Reason", ""), "nodes": info.get("NodeList", ""),
             "restarts": int(info.get("Restarts", "0") or 0), "exit_code": int(code) if code.isdigit() else None,
-            "run_time": info.get("RunTime", ""), "comment": info.get("Comment", "")}
+            "run_time": info.get("RunTime", ""), "comment": info.get("Comment", ""),
+            "batch_host": info.get("BatchHost", "")}
 
 
 def parse_sinfo(text):
@@ -441,7 +442,10 @@ def plan(queue, job_name, fingerprint, record=None, last=None, nodes=None, resta
         return out("none", f"{ended}: completed on every node (step {step}): left alone")
     failed = {h: s for h, s in statuses.items()
               if s.get("state") == "failed" or _int(s.get("exit_code")) in DO_NOT_RETRY}
-    if last and last["state"] in ("FAILED", "OUT_OF_MEMORY", "BOOT_FAIL") or failed:
+    if last and last["state"] in ("FAILED", "BOOT_FAIL") and not failed:
+        return out("submit", f"{ended} with no trainer failure on any node (exit code {last.get('exit_code')}: a task "
+                   "that could not start, or a node problem): submitting it again; it resumes from the last checkpoint")
+    if last and last["state"] == "OUT_OF_MEMORY" or failed:
         detail = "; ".join(f"{h}: {s.get('reason') or 'exit ' + str(s.get('exit_code'))}" for h, s in failed.items())
         detail = detail or f"exit code {last['exit_code'] if last else '?'}"
         if restart_failed:
@@ -485,6 +489,8 @@ class SlurmJob:
         return path
 
     def queue(self):
+        if not self.p["name"]:
+            return []
         _, out, _ = self._run([self._bin("squeue"), "--noheader", "--all", f"--name={self.p['name']}",
                                f"--format={SQUEUE_FORMAT}"])
         try:

@@ -33,6 +33,14 @@ attributes:
   diff_mode:
     support: none
 options:
+  scheduler:
+    description:
+      - C(systemd) - the job's unit runs its container (the unit's state counts); C(slurm) - a Slurm task runs it (no
+        unit: the node's state comes from the container, the status file and the stop record; the log from the
+        container).
+    type: str
+    choices: [systemd, slurm]
+    default: systemd
   service:
     description: The job's systemd unit (without C(.service)).
     type: str
@@ -198,6 +206,7 @@ def main():
             processes=dict(type="bool", default=False),
             devices=dict(type="list", elements="str", default=[]),
             npu_smi=dict(type="str", default="npu-smi"),
+            scheduler=dict(type="str", choices=["systemd", "slurm"], default="systemd"),
         ),
         supports_check_mode=True,
     )

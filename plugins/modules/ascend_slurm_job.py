@@ -38,9 +38,9 @@ options:
     choices: [info, submitted, cancelled]
     default: info
   name:
-    description: The job's name in Slurm (C(--job-name)).
+    description: The job's name in Slurm (C(--job-name)); empty - the queue is not read (C(state=info) checks O(nodes) only).
     type: str
-    required: true
+    default: ""
   job_id:
     description: The last submission's job id (C(state=info) reads it with C(scontrol show job)).
     type: str
@@ -107,7 +107,7 @@ queue:
   elements: dict
 last:
   description: With O(job_id) (C(info)), or the cancelled jobs (C(cancelled)) - job_id, state, code, reason, nodes,
-    restarts, exit_code, run_time, comment; null when Slurm no longer knows the job.
+    restarts, exit_code, run_time, comment, batch_host; null when Slurm no longer knows the job.
   returned: when read
   type: raw
 problems:
@@ -148,7 +148,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             state=dict(type="str", choices=["info", "submitted", "cancelled"], default="info"),
-            name=dict(type="str", required=True),
+            name=dict(type="str", default=""),
             job_id=dict(type="str", default=""),
             nodes=dict(type="list", elements="str", default=[]),
             npus_per_node=dict(type="int", default=8),
@@ -159,7 +159,7 @@ def main():
             timeout_s=dict(type="int", default=900),
             node=dict(type="str", default=""),
         ),
-        required_if=[("state", "submitted", ["script", "fingerprint"])],
+        required_if=[("state", "submitted", ["name", "script", "fingerprint"]), ("state", "cancelled", ["name"])],
         supports_check_mode=True,
     )
     SlurmJob(module).run()

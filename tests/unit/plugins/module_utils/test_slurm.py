@@ -49,6 +49,7 @@ def test_scontrol_oneliner_cancelled_and_pending():
     done = slurm.job_summary(slurm.parse_oneliner(fixture("scontrol-show-job-cancelled.txt")))
     assert done["state"] == "CANCELLED" and done["code"] == "CA" and done["restarts"] == 1
     assert done["nodes"] == "sx[1-2]" and done["exit_code"] == 0 and done["run_time"] == "00:01:31"
+    assert done["batch_host"] == "sx1"
     pending = slurm.job_summary(slurm.parse_oneliner(fixture("scontrol-show-job-pending.txt")))
     assert pending["state"] == "PENDING" and pending["nodes"] == ""
     assert pending["comment"].strip() == f"ascendops:llama3:{FP}"
@@ -290,8 +291,11 @@ def test_plan_completed_left_alone_failed_reported():
     assert p["action"] == "none" and p["fail"] and "node1: non-finite loss" in p["reason"]
     assert slurm.plan([], "llama3", FP, record=record, nodes=bad, restart_failed=True)["action"] == "submit"
     last = {"state": "FAILED", "code": "F", "exit_code": 1}
-    p = slurm.plan([], "llama3", FP, record=record, last=last, nodes=NODES)
-    assert p["fail"] and "Slurm job 12 FAILED (F)" in p["reason"]
+    p = slurm.plan([], "llama3", FP, record=record, last=last, nodes=bad)
+    assert p["fail"] and "Slurm job 12 FAILED (F) failed" in p["reason"]
+    # Slurm says FAILED but no trainer failed (a task that could not start): submitted again
+    p = slurm.plan([], "llama3", FP, record=record, last=last, nodes={"node1": node("new"), "node2": node("new")})
+    assert p["action"] == "submit" and "no trainer failure" in p["reason"]
 
 
 def test_plan_ended_outside_is_submitted_again():
