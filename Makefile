@@ -6,11 +6,17 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 NODES ?= 2
 NPUS ?= 2
+# Who runs the training job on the simulated cluster: systemd (default) or slurm (docs/slurm.md).
+SCHEDULER ?= systemd
+ifeq ($(filter $(SCHEDULER),systemd slurm),)
+$(error SCHEDULER must be systemd or slurm, not '$(SCHEDULER)')
+endif
+SIM_VARS := $(if $(filter slurm,$(SCHEDULER)),-e @inventories/sim/slurm.yml)
 
 .PHONY: help setup packages sim-image sim-up sim-down sim sim-data sim-status lint sanity unit molecule test build docs clean
 
 help:
-	@echo "make sim   - set up, bring up the simulated cluster ($(NODES) nodes x $(NPUS) NPUs), run site.yml, print the training status"
+	@echo "make sim   - set up, bring up the simulated cluster ($(NODES) nodes x $(NPUS) NPUs), run site.yml, print the training status (SCHEDULER=slurm: under Slurm)"
 	@echo "make test  - set up, then lint, ansible-test sanity, pytest and every molecule scenario"
 	@echo "other: setup packages sim-image sim-up sim-down lint sanity unit molecule build payload-image clean"
 
@@ -37,11 +43,11 @@ sim-data: setup
 # The main job on the simulated cluster: bring it up, run the whole site playbook (ends with the
 # debug Llama training on every node), then print the per-node training status.
 sim: sim-up sim-data payload-image
-	ansible-playbook site.yml -i inventories/sim
-	ansible-playbook playbooks/status.yml -i inventories/sim
+	ansible-playbook site.yml -i inventories/sim $(SIM_VARS)
+	ansible-playbook playbooks/status.yml -i inventories/sim $(SIM_VARS)
 
 sim-status:
-	ansible-playbook playbooks/status.yml -i inventories/sim
+	ansible-playbook playbooks/status.yml -i inventories/sim $(SIM_VARS)
 
 lint: setup
 	ruff check .

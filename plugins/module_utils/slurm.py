@@ -156,6 +156,8 @@ def batch_script(job_name, nodes, npus_per_node, task_script, fingerprint, outpu
         f"--gres=npu:{npus}",
         "--requeue",
         f"--output={output}",
+        # a requeued run writes on after the earlier run's output instead of truncating it
+        "--open-mode=append",
         f"--comment={fingerprint_comment(job_name, fingerprint)}",
     ]
     if check_word(partition, "launch_slurm_partition"):

@@ -36,7 +36,7 @@ options:
   scheduler:
     description:
       - C(systemd) - the job's unit runs its container (the unit's state counts); C(slurm) - a Slurm task runs it (no
-        unit: the node's state comes from the container, the status file and the stop record; the log from the
+        unit - the node's state comes from the container, the status file and the stop record; the log from the
         container).
     type: str
     choices: [systemd, slurm]

@@ -38,7 +38,9 @@ options:
     choices: [info, submitted, cancelled]
     default: info
   name:
-    description: The job's name in Slurm (C(--job-name)); empty - the queue is not read (C(state=info) checks O(nodes) only).
+    description: >-
+      The job's name in Slurm (C(--job-name)); empty - the queue is not read (C(state=info) checks O(nodes)
+      only).
     type: str
     default: ""
   job_id:

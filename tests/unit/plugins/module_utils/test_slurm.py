@@ -114,8 +114,9 @@ def test_batch_script_whole_nodes_requeue_marker():
     lines = text.splitlines()
     assert lines[0] == "#!/bin/sh"
     for want in ("--nodes=2", "--nodelist=node1,node2", "--ntasks-per-node=1", "--exclusive", "--gres=npu:8",
-                 "--requeue", f"--comment=ascendops:llama3:{FP}", "--partition=npu", "--account=ai", "--qos=high",
-                 "--time=2-00:00:00", "--signal=USR1@700", "--reservation=maint_1", "--constraint=a2&ib"):
+                 "--requeue", "--open-mode=append", f"--comment=ascendops:llama3:{FP}", "--partition=npu",
+                 "--account=ai", "--qos=high", "--time=2-00:00:00", "--signal=USR1@700", "--reservation=maint_1",
+                 "--constraint=a2&ib"):
         assert f"#SBATCH {want}" in lines
     assert lines[-1] == ("exec srun --kill-on-bad-exit=1 --ntasks-per-node=1 --label "
                          "/bin/sh /etc/ascendops/slurm-task.sh")
