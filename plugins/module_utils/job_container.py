@@ -86,14 +86,14 @@ def _cap(value):
 
 
 def _env(value):
-    name, sep, _ = value.partition("=")
+    name, sep = value.partition("=")[:2]
     if not _ENV_KEY_RE.match(name) or not sep:
         return "NAME=value with a shell-style NAME (letters, digits, '_'; a value of the host's is not passed)"
     return None
 
 
 def _label(value):
-    key, sep, _ = value.partition("=")
+    key, sep = value.partition("=")[:2]
     if not key or not sep or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_./-]*$", key):
         return "key=value"
     if key.startswith(_OWN_LABEL_PREFIX):

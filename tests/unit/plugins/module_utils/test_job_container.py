@@ -350,7 +350,7 @@ def test_an_env_value_in_a_refusal_is_not_shown():
 
 def test_every_refusal_is_reported_not_only_the_first():
     out = extra_args_problems(["--shm-size", "8g", "--privileged", "-v", "/:/h", "--pid=host"])
-    assert [p.split(":")[0].split(" ")[0] for p in out] == [
+    assert [p.split(":", maxsplit=1)[0].split(" ", maxsplit=1)[0] for p in out] == [
         "launch_container_extra_args[2]", "launch_container_extra_args[3]", "launch_container_extra_args[5]"]
 
 
