@@ -49,6 +49,12 @@ def job_container_spec(settings):
     return spec.to_dict()
 
 
+def container_extra_args_problems(args, name="launch_container_extra_args"):
+    """Messages for the options of ``args`` outside the allow-list of job_container.EXTRA_ARGS (or with a
+    value its rule refuses), each naming the option and its index in ``name``; [] when all are accepted."""
+    return jc.extra_args_problems(args, name)
+
+
 def job_container_argv(spec, name=None, command=None, extra_mounts=None, labels=None, rm=True):
     """``<engine> run ...`` (argv list) of the spec, optionally as another container (name), with
     another command or more mounts: the collective pre-flight's container is the job's."""
@@ -208,4 +214,5 @@ class FilterModule:
                 "job_container_command": job_container_command, "job_container_security": job_container_security,
                 "container_user": container_user, "job_env": job_env, "env_file_text": env_file_text,
                 "interface_of_address": interface_of_address,
-                "launch_plan": launch_plan, "path_is": path_is}
+                "launch_plan": launch_plan, "path_is": path_is,
+                "container_extra_args_problems": container_extra_args_problems}

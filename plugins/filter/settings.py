@@ -6,6 +6,8 @@ variable should name whichever of the two the user set."""
 
 from __future__ import annotations
 
+from ansible_collections.ascendops.cluster.plugins.module_utils import setting_checks as sc
+
 
 def setting_name(names, host_vars, show_default=True, values=None):
     """The setting of ``names`` (most specific first, e.g. ['cann_package_dir', 'ascend_package_dir'])
@@ -34,8 +36,21 @@ def setting_names(settings, host_vars, values=None, show_default=True):
     return {key: setting_name(names, host_vars, show_default, values.get(key)) for key, names in settings.items()}
 
 
+def setting_text_problems(settings, skip=()):
+    """Messages for every string of {name: value} (at any depth) holding a control character
+    (module_utils/setting_checks.py), each naming where; [] when none does."""
+    return sc.settings_control_char_problems(dict(settings or {}), skip)
+
+
+def setting_path_problems(settings, allow_empty=()):
+    """Messages for the path settings of {name: path or list of paths} that are relative, /, hold '..' or
+    are a system directory itself (module_utils/setting_checks.py); [] when every one is fine."""
+    return sc.settings_path_problems(dict(settings or {}), allow_empty)
+
+
 class FilterModule:
     """Setting name filters."""
 
     def filters(self):
-        return {"setting_name": setting_name, "setting_names": setting_names}
+        return {"setting_name": setting_name, "setting_names": setting_names,
+                "setting_text_problems": setting_text_problems, "setting_path_problems": setting_path_problems}

@@ -22,8 +22,15 @@ def shared_storage_problems(fs_type, settings):
     return []
 
 
+def shared_storage_mount_conflict(mounts, path, src):
+    """[message] when ``path`` is the mount point of another source than ``src`` (ansible_facts.mounts), else []."""
+    found = ss.mount_conflict(mounts, path, src)
+    return [found] if found else []
+
+
 class FilterModule:
     """Shared storage filters."""
 
     def filters(self):
-        return {"shared_storage_mount": shared_storage_mount, "shared_storage_problems": shared_storage_problems}
+        return {"shared_storage_mount": shared_storage_mount, "shared_storage_problems": shared_storage_problems,
+                "shared_storage_mount_conflict": shared_storage_mount_conflict}

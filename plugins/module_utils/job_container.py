@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 import shlex
 
+from ansible_collections.ascendops.cluster.plugins.module_utils import setting_checks as sc
+
 # The engine's default capabilities (chown, dac_override, fowner, setuid, net_raw, ...) are not
 # needed to train: every one is dropped. no-new-privileges: no setuid binary can gain any back.
 CAP_DROP = ("ALL",)
@@ -55,6 +57,132 @@ WAIT_SCRIPT = (
 
 class ContainerSpecError(ValueError):
     """A container specification that cannot be rendered."""
+
+
+# launch_container_extra_args: the `<engine> run` options a training container may add, each with the
+# rule of its value (None: the option takes no value). Anything else is refused: the role sets the
+# container's identity, network, IPC, user, devices, mounts and security itself (--name, --rm, --network,
+# --ipc, --user, --device, --privileged, --pid, --security-opt, --entrypoint, ...).
+_SIZE_RE = re.compile(r"^[0-9]+(\.[0-9]+)?([bkmgtBKMGT]|[kmgtKMGT]i?[bB])?$")
+_CPUS_RE = re.compile(r"^[0-9]+(\.[0-9]+)?$")
+_CPU_LIST_RE = re.compile(r"^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$")
+_INT_RE = re.compile(r"^-?[0-9]+$")
+_HOST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*:[0-9A-Fa-f.:]+$")
+# Capabilities a training container may get back: locking memory for RDMA buffers, tracing its own
+# processes (py-spy, gdb). Effective for a root container; the runtime user has none (no-new-privileges).
+EXTRA_CAPS = ("IPC_LOCK", "SYS_PTRACE")
+# Label keys of the role's own (the job's identity: status.yml, the clean-up and collect find it by them).
+_OWN_LABEL_PREFIX = "ascendops."
+
+
+def _size(value):
+    return None if _SIZE_RE.match(value) else "a size such as 64g or 512m"
+
+
+def _cap(value):
+    cap = value.upper()
+    cap = cap[4:] if cap.startswith("CAP_") else cap
+    return None if cap in EXTRA_CAPS else f"only {' or '.join(EXTRA_CAPS)} (no other capability)"
+
+
+def _env(value):
+    name, sep = value.partition("=")[:2]
+    if not _ENV_KEY_RE.match(name) or not sep:
+        return "NAME=value with a shell-style NAME (letters, digits, '_'; a value of the host's is not passed)"
+    return None
+
+
+def _label(value):
+    key, sep = value.partition("=")[:2]
+    if not key or not sep or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_./-]*$", key):
+        return "key=value"
+    if key.startswith(_OWN_LABEL_PREFIX):
+        return f"a key outside {_OWN_LABEL_PREFIX}* (the role's own labels name the job)"
+    return None
+
+
+def _ulimit(value):
+    key, sep, limit = value.partition("=")
+    return None if re.match(r"^[a-z]+$", key) and sep and _ULIMIT_RE.match(limit) else "name=soft[:hard] (-1 unlimited)"
+
+
+def _match(regex, text):
+    return lambda value: None if regex.match(value) else text
+
+
+EXTRA_ARGS = {
+    "--shm-size": _size,
+    "--memory": _size,
+    "--memory-swap": lambda v: None if v == "-1" or not _size(v) else "a size such as 64g, or -1",
+    "--memory-reservation": _size,
+    "--cpus": _match(_CPUS_RE, "a number of CPUs such as 32 or 7.5"),
+    "--cpuset-cpus": _match(_CPU_LIST_RE, "CPU numbers such as 0-31 or 0,2,4"),
+    "--cpuset-mems": _match(_CPU_LIST_RE, "NUMA node numbers such as 0-1"),
+    "--pids-limit": _match(_INT_RE, "a number (-1 unlimited)"),
+    "--ulimit": _ulimit,
+    "--cap-add": _cap,
+    "--env": _env,
+    "--label": _label,
+    "--add-host": _match(_HOST_RE, "name:address"),
+    "--volume": None,  # volume_problems (setting_checks): it needs where the value sits
+}
+_SHORT = {"-e": "--env", "-l": "--label", "-m": "--memory", "-v": "--volume"}
+
+
+def extra_args_problems(args, name="launch_container_extra_args"):
+    """Messages for every ``<engine> run`` option of ``args`` (the site's list) outside the allow-list
+    (EXTRA_ARGS) or with a value its rule refuses, each naming the option and its index in ``name``.
+    Both ``--opt=value`` and ``--opt value`` forms (and ``-e``/``-l``/``-m``/``-v`` as ``-eX``, ``-e=X``,
+    ``-e X``) are read. An item that is not an option (a stray value) is refused too: it would take the
+    image's place on the command line."""
+    if isinstance(args, (str, bytes, dict)) or args is None:
+        return [f"{name} must be a list of options, e.g. ['--shm-size', '64g'], is {args!r}"]
+    args = [str(a) for a in args]
+    allowed = ", ".join(sorted(EXTRA_ARGS)) + " (-e, -l, -m, -v)"
+    out, i = [], 0
+    while i < len(args):
+        arg, where = args[i], f"{name}[{i}]"
+        found = sc.control_char(arg)
+        if found:
+            out.append(f"{where} holds {found[1]} at character {found[0] + 1}")
+            i += 1
+            continue
+        if arg.startswith("--"):
+            opt, sep, value = arg.partition("=")
+        elif arg.startswith("-") and len(arg) > 1:
+            opt, value = arg[:2], arg[2:]
+            sep = "=" if value else ""
+            value = value[1:] if value.startswith("=") else value
+        else:
+            out.append(f"{where} ({arg!r}) is not an option: every value follows its option")
+            i += 1
+            continue
+        long_opt = _SHORT.get(opt, opt)
+        if long_opt not in EXTRA_ARGS:
+            out.append(f"{where}: {opt} is not accepted (the role sets the container's identity, network, user, "
+                       f"devices, mounts and security itself); accepted: {allowed}")
+            i += 1
+            continue
+        if not sep:
+            if i + 1 >= len(args):
+                out.append(f"{where}: {opt} needs a value")
+                break
+            value, i = args[i + 1], i + 1
+            found = sc.control_char(value)
+            if found:
+                out.append(f"{name}[{i}] holds {found[1]} at character {found[0] + 1}")
+                i += 1
+                continue
+        if long_opt == "--volume":
+            out.extend(sc.volume_problems(f"{where} {opt}", value))
+        else:
+            problem = EXTRA_ARGS[long_opt](value)
+            if problem:
+                # an --env value may be a secret: only its name is shown
+                shown = value.partition("=")[0] + "=..." if long_opt == "--env" else repr(value)
+                out.append(f"{where}: {opt} {shown} must be {problem}")
+        i += 1
+    return out
 
 
 def security_args(user=None, cap_add=()):
@@ -166,8 +294,8 @@ class ContainerSpec:
         self.env_file = env_file
         self.env = {}
         for key, value in (env or {}).items():
-            if not _ENV_KEY_RE.match(str(key)) or re.search(r"[\r\n]", str(value)):
-                raise ContainerSpecError(f"environment variable {key!r}: a name and a one-line value")
+            if not _ENV_KEY_RE.match(str(key)) or sc.control_char(value):
+                raise ContainerSpecError(f"environment variable {key!r}: a name and a value without control characters")
             self.env[str(key)] = str(value)
         self.network = network
         self.ipc = ipc
@@ -181,6 +309,18 @@ class ContainerSpec:
         self.labels = {str(k): str(v) for k, v in (labels or {}).items()}
         self.stop_timeout = int(stop_timeout) if stop_timeout is not None else None
         self.extra_args = [str(a) for a in extra_args or ()]
+        refused = extra_args_problems(self.extra_args, "extra_args")
+        if refused:
+            raise ContainerSpecError("; ".join(refused))
+        # Nothing that reaches the unit or the command line carries a control character (a newline would
+        # end the Exec= line and start a directive of its own).
+        texts = {"image": self.image, "command": self.command, "engine_path": self.engine_path,
+                 "env_file": self.env_file or "", "env": self.env, "labels": self.labels, "user": self.user or "",
+                 "cap_add": self.cap_add, "mounts": [[m["source"], m["target"]] for m in self.mounts],
+                 "devices": self.devices}
+        bad = sc.settings_control_char_problems(texts)
+        if bad:
+            raise ContainerSpecError("; ".join(bad))
 
     @classmethod
     def from_dict(cls, data):
@@ -250,6 +390,10 @@ class ContainerSpec:
         and ``--rm`` removed it) is no failure of ExecStop. Exit codes 2, 3, 4 (configuration, rank
         table, non-finite loss) are not retried; 143 (stopped on SIGTERM after saving) is a clean stop.
         """
+        bad = sc.settings_control_char_problems({"description": str(description),
+                                                 "comments": [str(c) for c in comments]})
+        if bad:
+            raise ContainerSpecError("; ".join(bad))
         grace = int(stop_grace_s)
         engine_stop = self.stop_timeout if self.stop_timeout is not None else grace + 15
         if engine_stop <= grace:
@@ -359,8 +503,9 @@ def job_env(base, extra_env=None):
             overridden[key] = [env[key], value]
         env[key] = value
     for key, value in env.items():
-        if not _ENV_KEY_RE.match(key) or re.search(r"[\r\n]", value):
-            raise ContainerSpecError(f"environment variable {key!r}: a name and a one-line value")
+        if not _ENV_KEY_RE.match(key) or sc.control_char(value):
+            raise ContainerSpecError(f"environment variable {key!r}: a name and a value without control characters "
+                                     "(one line)")
     return {"env": env, "overridden": overridden}
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import re
 
+from ansible_collections.ascendops.cluster.plugins.module_utils import setting_checks as sc
 from ansible_collections.ascendops.cluster.plugins.module_utils import trainer_rules as rules
 
 # launch_job key -> the trainer config key it renders (tasks/job.yml).
@@ -93,12 +94,16 @@ def job_problems(launch_job, job_defaults, nodes=1, devices_per_node=1, devices_
                    + f"; the settings are {', '.join(job_defaults)} (trainer settings go under launch_job.config)")
     job = _merge(job_defaults, {k: v for k, v in launch_job.items() if k in job_defaults})
 
+    # The job's directories are created (data: root's; checkpoints, run: the job user's) and mounted into
+    # its container: never a system directory itself (module_utils/setting_checks.py).
     for key in ABSOLUTE_PATHS + ("hf_model_dir",):
         value = job.get(key)
         if key == "hf_model_dir" and value in (None, ""):
             continue
         if not isinstance(value, str) or not value.startswith("/"):
             out.append(f"launch_job.{key} must be an absolute path on the nodes, got {value!r}")
+        else:
+            out.extend(sc.path_problems(f"launch_job.{key}", value))
     if not isinstance(job.get("name"), str) or not NAME_RE.match(job["name"]):
         out.append("launch_job.name must be letters, digits, '.', '_' or '-' (a unit and file name), "
                    f"got {job.get('name')!r}")
@@ -112,8 +117,10 @@ def job_problems(launch_job, job_defaults, nodes=1, devices_per_node=1, devices_
         for key, value in env.items():
             if not ENV_NAME_RE.match(str(key)):
                 out.append(f"launch_job.extra_env.{key} is not a shell-style variable name (letters, digits, '_')")
-            elif re.search(r"[\n\r]", str(value)):
-                out.append(f"launch_job.extra_env.{key} must be one line")
+            elif sc.control_char(value):
+                pos, what = sc.control_char(value)  # the value (maybe a secret) is not shown
+                out.append(f"launch_job.extra_env.{key} must be one line without control characters (holds {what} "
+                           f"at character {pos + 1})")
     config = job.get("config")
     if not isinstance(config, dict):
         out.append(f"launch_job.config must be a mapping of trainer config sections (e.g. {{optim: {{lr: 1e-4}}}}), "

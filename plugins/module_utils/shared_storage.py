@@ -126,6 +126,34 @@ def mount_spec(fs_type, settings):
     return {"fstypes": wanted}
 
 
+def _source_key(src):
+    """A mount source compared as the kernel may show it: ``host:/export`` with ``//`` and a trailing ``/``
+    of the path taken out, brackets of an IPv6 server kept as the mount was written."""
+    host, sep, path = str(src or "").strip().partition(":/")
+    if not sep:
+        return str(src or "").strip().rstrip("/") or "/"
+    path = "/".join(p for p in path.split("/") if p)
+    return f"{host}:/{path}"
+
+
+def mount_conflict(mounts, path, src):
+    """A message when ``path`` (shared_storage_path) is already the mount point of another source than
+    ``src`` (what the nfs or lustre mount would mount there), or None. ``mounts``: Ansible's
+    ``ansible_facts.mounts`` ([{mount, device, fstype, ...}]). The same source there is a re-run: fine."""
+    want = str(path or "").rstrip("/") or "/"
+    others = []
+    for entry in mounts or []:
+        if not isinstance(entry, dict) or (str(entry.get("mount") or "").rstrip("/") or "/") != want:
+            continue
+        if _source_key(entry.get("device")) != _source_key(src):
+            others.append(f"{entry.get('device')} ({entry.get('fstype')})")
+    if not others:
+        return None
+    return (f"shared_storage_path {want} is already the mount point of {', '.join(others)}, not of {src}: mounting "
+            f"there would replace the site's mount (and its /etc/fstab line). Set shared_storage_path to a directory "
+            f"of its own, or shared_storage_type: existing to use the file system mounted there as it is")
+
+
 def _unescape(field):
     """A mountinfo field: octal escapes (``\\040`` space, ``\\011`` tab, ``\\012`` newline, ``\\134`` backslash)."""
     out, i = [], 0

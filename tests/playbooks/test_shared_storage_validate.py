@@ -27,7 +27,7 @@ def test_an_unknown_type_is_named_by_the_argument_spec_check(run_validate):
 def test_a_relative_path_is_named(run_validate):
     run = run_validate({"shared_storage_type": "existing", "shared_storage_path": "shared"})
     assert run.rc != 0
-    assert "shared_storage_path must be an absolute path other than / (is shared)" in run.text
+    assert "shared_storage_path must be an absolute path, is 'shared'" in run.text
     assert run.changed_nodes() == []
 
 

@@ -92,7 +92,7 @@ def test_filters_registered():
         "hccl_errors", "collective_verdict", "key_value_lines", "hccl_test_results", "hccl_test_verdict",
         "npu_processes", "log_excerpt", "job_container_spec", "job_container_argv", "job_container_unit",
         "job_container_command", "job_container_security", "container_user", "job_env", "env_file_text",
-        "interface_of_address", "launch_plan", "path_is"}
+        "interface_of_address", "launch_plan", "path_is", "container_extra_args_problems"}
 
 
 def test_key_value_lines_split_at_the_first_equals_sign():

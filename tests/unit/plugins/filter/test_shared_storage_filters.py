@@ -20,3 +20,10 @@ def test_problems_list_the_message_or_nothing():
     assert F["shared_storage_problems"]("lustre", {"lustre_mgs": "10.0.0.1@tcp", "lustre_fsname": "lfs"}) == []
     assert F["shared_storage_problems"]("lustre", {"lustre_mgs": "", "lustre_fsname": "lfs"})[0].startswith(
         "shared_storage_lustre_mgs must name")
+
+
+def test_the_mount_conflict_filter_lists_the_refusal():
+    mounts = [{"mount": "/mnt/ascendops", "device": "other:/x", "fstype": "nfs4"}]
+    assert F["shared_storage_mount_conflict"](mounts, "/mnt/ascendops", "nfs1:/e")[0].startswith(
+        "shared_storage_path /mnt/ascendops is already the mount point of other:/x (nfs4), not of nfs1:/e")
+    assert F["shared_storage_mount_conflict"](mounts, "/mnt/ascendops", "other:/x/") == []

@@ -4,6 +4,7 @@ import shlex
 
 import pytest
 from ansible_collections.ascendops.cluster.plugins.filter.launch import (
+    container_extra_args_problems,
     container_user,
     job_container_argv,
     job_container_command,
@@ -15,6 +16,7 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.job_container im
     ContainerSpec,
     ContainerSpecError,
     env_file_text,
+    extra_args_problems,
     interface_of_address,
     job_env,
     security_args,
@@ -135,7 +137,7 @@ def test_systemd_specifiers_and_spaces_are_escaped():
     ({"devices": ["/tmp/x"]}, "not under /dev"),
     ({"mounts": [{"source": "data"}]}, "absolute paths"),
     ({"mounts": [{"source": "/a:b"}]}, "cannot be passed"),
-    ({"env": {"A": "1\n2"}}, "one-line value"),
+    ({"env": {"A": "1\n2"}}, "without control characters"),
     ({"ulimits": {"memlock": "lots"}}, "ulimit"),
 ])
 def test_bad_specifications_are_refused(bad, match):
@@ -273,3 +275,119 @@ def test_systemd_reads_the_unit(tmp_path):
     bad = [x for x in (out.stdout + out.stderr).splitlines() if str(unit) in x and "Executable" not in x
            and "Failed to" not in x]
     assert bad == []
+
+
+# ---------------------------------------------------------------- launch_container_extra_args: an allow-list
+
+ACCEPTED_ARGS = [
+    ["--shm-size", "64g"], ["--shm-size=64g"], ["--memory", "900g", "--memory-swap=-1"], ["-m", "512m"], ["-m512m"],
+    ["--memory-reservation", "1.5GiB"], ["--cpus", "7.5"], ["--cpuset-cpus", "0-23,48-71"], ["--cpuset-mems=0,1"],
+    ["--pids-limit", "-1"], ["--ulimit", "memlock=-1:-1"], ["--ulimit=stack=67108864"],
+    ["--cap-add", "IPC_LOCK"], ["--cap-add=sys_ptrace"], ["--cap-add", "CAP_IPC_LOCK"],
+    ["--env", "NCCL_DEBUG=INFO"], ["-e", "A=1"], ["-eA=1"], ["-e=A=1"], ["--env=A="],
+    ["--label", "site.team=ml"], ["-l", "owner=ai"], ["--add-host", "registry:10.0.0.5"],
+    ["--volume", "/etc/ascend-sim:/etc/ascend-sim:ro", "-v", "/var/lib/ascend-sim:/var/lib/ascend-sim",
+     "--volume=/opt/ascend-sim-rank:/opt/ascend-sim-rank:ro"],
+    [],
+]
+
+
+@pytest.mark.parametrize("args", ACCEPTED_ARGS)
+def test_the_allowed_run_options_pass_in_both_forms(args):
+    assert extra_args_problems(args) == []
+    # and the spec renders them, in the unit and the pre-flight's argv alike
+    spec = ContainerSpec("docker", "job", "img", ["true"], extra_args=args)
+    assert spec.argv()[-(len(args) + 2):-2] == args
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--privileged"], "launch_container_extra_args[0]: --privileged is not accepted"),
+    (["--pid=host"], "launch_container_extra_args[0]: --pid is not accepted"),
+    (["--pid", "host"], "launch_container_extra_args[0]: --pid is not accepted"),
+    (["-v", "/:/host"], "launch_container_extra_args[0] -v (/:/host): the host path is /"),
+    (["--volume=/:/host"], "launch_container_extra_args[0] --volume (/:/host): the host path is /"),
+    (["-v/var/run/docker.sock:/d.sock"], "/var/run (the kernel's, the devices', the engine's or root's own) is never"),
+    (["--device", "/dev/mem"], "--device is not accepted"),
+    (["--device=/dev/mem"], "--device is not accepted"),
+    (["--network", "bridge"], "--network is not accepted"),
+    (["--net=none"], "--net is not accepted"),
+    (["--rm"], "--rm is not accepted"),
+    (["--name", "other"], "--name is not accepted"),
+    (["--entrypoint", "/bin/sh"], "--entrypoint is not accepted"),
+    (["-u0"], "-u is not accepted"),
+    (["--user", "0"], "--user is not accepted"),
+    (["--security-opt", "seccomp=unconfined"], "--security-opt is not accepted"),
+    (["--ipc=private"], "--ipc is not accepted"),
+    (["--mount", "type=bind,src=/,dst=/h"], "--mount is not accepted"),
+    (["-it"], "-i is not accepted"),
+    (["--cap-add", "SYS_ADMIN"], "--cap-add 'SYS_ADMIN' must be only IPC_LOCK or SYS_PTRACE (no other capability)"),
+    (["--cap-add=ALL"], "--cap-add 'ALL' must be only IPC_LOCK or SYS_PTRACE"),
+    (["--env", "PATH"], "--env PATH=... must be NAME=value"),
+    (["-e", "1BAD=x"], "-e 1BAD=... must be NAME=value"),
+    (["--label", "ascendops.job=other"], "must be a key outside ascendops.*"),
+    (["--shm-size", "lots"], "--shm-size 'lots' must be a size such as 64g or 512m"),
+    (["--memory", "--privileged"], "--memory '--privileged' must be a size"),
+    (["--ulimit", "memlock"], "--ulimit 'memlock' must be name=soft[:hard]"),
+    (["--shm-size"], "launch_container_extra_args[0]: --shm-size needs a value"),
+    (["alpine"], "launch_container_extra_args[0] ('alpine') is not an option: every value follows its option"),
+    (["--", "sh"], "launch_container_extra_args[0]: -- is not accepted"),
+    (["--shm-size", "64g\nExecStartPost=/bin/id"], "launch_container_extra_args[1] holds a newline at character 4"),
+    ("--privileged", "launch_container_extra_args must be a list of options"),
+])
+def test_other_options_are_refused_naming_the_option_and_its_place(args, expected):
+    out = extra_args_problems(args)
+    assert any(expected in p for p in out), out
+    if not isinstance(args, str):
+        # the rendering refuses them too (nothing reaches a unit that validate.yml would refuse)
+        with pytest.raises(ContainerSpecError):
+            ContainerSpec("docker", "job", "img", ["true"], extra_args=args)
+
+
+def test_an_env_value_in_a_refusal_is_not_shown():
+    out = extra_args_problems(["-e", "1TOKEN=s3cret"])
+    assert out and "s3cret" not in " ".join(out)
+
+
+def test_every_refusal_is_reported_not_only_the_first():
+    out = extra_args_problems(["--shm-size", "8g", "--privileged", "-v", "/:/h", "--pid=host"])
+    assert [p.split(":", maxsplit=1)[0].split(" ", maxsplit=1)[0] for p in out] == [
+        "launch_container_extra_args[2]", "launch_container_extra_args[3]", "launch_container_extra_args[5]"]
+
+
+def test_the_filter_wraps_the_check():
+    assert container_extra_args_problems(["--privileged"], "x") == extra_args_problems(["--privileged"], "x")
+
+
+# ---------------------------------------------------------------- hostile values never reach the unit
+
+
+@pytest.mark.parametrize("field, value", [
+    ("image", "img:1\nExecStartPost=/bin/sh -c id"),
+    ("command", ["true", "x\ny"]),
+    ("labels", {"ascendops.job": "j\rExecStartPost=/bin/id"}),
+    ("mounts", [{"source": "/data/x\nExecStartPost=/bin/id"}]),
+    ("env_file", "/etc/ascendops/env\n"),
+    ("env", {"A": "1\x00"}),
+    ("user", "1000:1000\n"),
+    ("cap_add", ["IPC_LOCK\n"]),
+])
+def test_a_control_character_in_any_field_is_refused(field, value):
+    args = {"engine": "docker", "name": "job", "image": "img", "command": ["true"], field: value}
+    with pytest.raises(ContainerSpecError, match="control character|a newline|a carriage return|a NUL"):
+        ContainerSpec(**args)
+
+
+def test_a_newline_in_the_units_description_or_comments_is_refused():
+    spec = ContainerSpec("docker", "job", "img", ["true"])
+    with pytest.raises(ContainerSpecError, match="description holds a newline"):
+        spec.unit("job\nExecStartPost=/bin/id", 10)
+    with pytest.raises(ContainerSpecError, match=r"comments\[0\] holds a newline"):
+        spec.unit("d", 10, comments=["ok\n[Service]"])
+
+
+def test_a_value_with_a_tab_renders_quoted_on_its_own_exec_line():
+    spec = ContainerSpec("docker", "job", "img", ["true"], env={"A": "x\ty"})
+    unit = spec.unit("d", 10)
+    assert '--env "A=x\ty"' in unit
+    assert [x.split("=", 1)[0] for x in unit.splitlines() if x.startswith("Exec")] == [
+        "ExecStartPre", "ExecStartPre", "ExecStart", "ExecStop", "ExecStopPost"]

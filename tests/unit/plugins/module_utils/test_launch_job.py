@@ -31,7 +31,8 @@ def test_a_valid_job_has_no_problems():
     ({"name": "my job"}, "launch_job.name must be letters, digits, '.', '_' or '-' (a unit and file name), got 'my"),
     ({"zero_stage": "auto"}, "launch_job.zero_stage must be 0, 1, 2 or 3 (DeepSpeed ZeRO stage), got 'auto'"),
     ({"extra_env": {"A-B": "1"}}, "launch_job.extra_env.A-B is not a shell-style variable name"),
-    ({"extra_env": {"A": "1\n2"}}, "launch_job.extra_env.A must be one line"),
+    ({"extra_env": {"A": "1\n2"}}, "launch_job.extra_env.A must be one line without control characters (holds a "
+                                   "newline"),
     ({"extra_env": ["A=1"]}, "launch_job.extra_env must be a mapping of environment variables, got ['A=1']"),
     ({"config": {"train": 5}}, "launch_job.config.train must be a mapping of train settings, got 5"),
     ({"config": "lr=1"}, "launch_job.config must be a mapping of trainer config sections"),
@@ -74,3 +75,30 @@ def test_config_wins_over_the_jobs_keys_like_the_rendered_file():
     values, names = trainer_values({**DEFAULTS, **OK, "config": {"train": {"global_batch_size": 96}}})
     assert values["train.global_batch_size"] == 96
     assert names["train.global_batch_size"] == "launch_job.config.train.global_batch_size"
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("checkpoint_dir", "/home", "launch_job.checkpoint_dir is the system directory /home itself"),
+    ("data_path", "/var/lib/", "launch_job.data_path is the system directory /var/lib itself"),
+    ("run_dir", "/tmp", "launch_job.run_dir is the system directory /tmp itself"),
+    ("hf_model_dir", "/", "launch_job.hf_model_dir is / : name a directory of its own"),
+    ("checkpoint_dir", "/data/../etc", "launch_job.checkpoint_dir must not have '..' components"),
+])
+def test_the_jobs_directories_are_never_the_systems(key, value, expected):
+    # data_path is chowned to root, checkpoint and run directories to the job's user, all mounted into its
+    # container: a system directory there would be taken over.
+    found = problems(**{key: value})
+    assert any(expected in p for p in found), found
+
+
+@pytest.mark.parametrize("key, value", [("checkpoint_dir", "/home/ai/ckpt"), ("data_path", "/var/lib/ascendops/d"),
+                                        ("run_dir", "/tmp/run1"), ("hf_model_dir", "/mnt/models/llama")])
+def test_directories_below_the_systems_pass(key, value):
+    assert problems(**{key: value}) == []
+
+
+@pytest.mark.parametrize("value, what", [("tok\rX", "a carriage return at character 4"),
+                                         ("a\x00", "a NUL at character 2"), ("\x1b]0;x", "an escape at character 1")])
+def test_an_env_value_with_any_control_character_is_refused_without_showing_it(value, what):
+    found = problems(extra_env={"TOKEN": value})
+    assert found == [f"launch_job.extra_env.TOKEN must be one line without control characters (holds {what})"]

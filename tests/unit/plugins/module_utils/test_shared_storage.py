@@ -140,3 +140,40 @@ def test_a_lustre_repository_without_a_key_passes_only_when_unsigned_is_set():
     assert ss.mount_spec("lustre", keyed)["fstype"] == "lustre"
     with pytest.raises(ss.SharedStorageError, match="shared_storage_lustre_repo_key_url is empty"):
         ss.mount_spec("lustre", base)
+
+
+# ---------------------------------------------------------------- mount_conflict (validate_checks.yml, gathered mounts)
+
+FACT_MOUNTS = [
+    {"mount": "/", "device": "/dev/mapper/vg-root", "fstype": "ext4"},
+    {"mount": "/mnt/site", "device": "filer:/vol/projects", "fstype": "nfs4"},
+    {"mount": "/mnt/ascendops", "device": "nfs1.example:/export/ascend/", "fstype": "nfs4"},
+    {"mount": "/scratch", "device": "/dev/sdb1", "fstype": "xfs"},
+    {"mount": "/lustre", "device": "10.0.0.1@o2ib:/lfs01", "fstype": "lustre"},
+]
+
+
+@pytest.mark.parametrize("path, src, found", [
+    ("/mnt/site", "nfs1.example:/export/ascend", "filer:/vol/projects (nfs4)"),
+    ("/scratch/", "nfs1.example:/export/ascend", "/dev/sdb1 (xfs)"),
+    ("/lustre", "10.0.0.2@o2ib:/lfs01", "10.0.0.1@o2ib:/lfs01 (lustre)"),
+])
+def test_a_mount_point_of_another_source_is_refused_naming_it_and_the_fix(path, src, found):
+    msg = ss.mount_conflict(FACT_MOUNTS, path, src)
+    assert msg.startswith(f"shared_storage_path {path.rstrip('/')} is already the mount point of {found}, not of {src}")
+    assert "shared_storage_type: existing" in msg
+
+
+@pytest.mark.parametrize("path, src", [
+    ("/mnt/ascendops", "nfs1.example:/export/ascend"),  # the same export (a re-run), trailing / of the kernel's
+    ("/mnt/ascendops/", "nfs1.example://export/ascend"),
+    ("/lustre", "10.0.0.1@o2ib:/lfs01"),
+    ("/mnt/new", "nfs1.example:/export/ascend"),  # nothing mounted there yet
+    ("/mnt/site/sub", "nfs1.example:/export/ascend"),  # below another mount: a mount point of its own
+])
+def test_the_same_source_or_a_free_path_passes(path, src):
+    assert ss.mount_conflict(FACT_MOUNTS, path, src) is None
+
+
+def test_no_mounts_known_is_no_conflict():
+    assert ss.mount_conflict(None, "/mnt/x", "a:/b") is None
