@@ -22,6 +22,10 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_node impo
     query_spod_info,
 )
 from ansible_collections.ascendops.cluster.plugins.module_utils.cann_info import parse_required
+from ansible_collections.ascendops.cluster.plugins.module_utils.pci_devices import (
+    PciReadError,
+    npu_functions,
+)
 from ansible_collections.ascendops.cluster.plugins.module_utils.upgrade_tool import firmware_status
 from ansible_collections.ascendops.cluster.plugins.module_utils.vendor_command import vendor_runner
 
@@ -133,6 +137,7 @@ def gather(module):
     reasons = reboot_reasons(driver, firmware, smi)
 
     return {
+        "pci": read_pci(module),
         "driver": driver,
         "firmware": firmware,
         "toolkit": toolkit,
@@ -152,6 +157,22 @@ def gather(module):
         "reboot_required": bool(reasons),
         "reboot_reasons": reasons,
     }
+
+
+def read_pci(module):
+    """The NPUs the PCI bus shows (option pci_devices; None when not asked): by device id, not class."""
+    params = module.params
+    root = params.get("pci_devices")
+    if not root:
+        return None
+    ids = params.get("pci_device_ids")
+    try:
+        found = npu_functions(root, ids or None)
+    except ValueError as exc:
+        module.fail_json(msg=f"pci_device_ids: {exc}")
+    except PciReadError as exc:
+        return {"path": root, "npus": [], "other_huawei": [], "count": 0, "error": str(exc)}
+    return dict(found, path=root, count=len(found["npus"]), error=None)
 
 
 class NpuInfo:

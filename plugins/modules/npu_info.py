@@ -65,6 +65,21 @@ options:
       - A chip that does not answer fails the task, naming the command.
     type: bool
     default: false
+  pci_devices:
+    description:
+      - Also count the NPUs on the PCI bus (works before any driver is installed) - this sysfs-shaped
+        directory of PCI functions (C(/sys/bus/pci/devices)), each with C(vendor) and C(device) files.
+      - An NPU is a Huawei function (vendor C(0x19e5)) whose device id is in O(pci_device_ids); the PCI
+        class is not used (a Kunpeng 920 shows its ZIP, SEC and HPRE engines in the NPUs' class C(0x1200)).
+      - Not set - RV(pci) is null.
+    type: path
+  pci_device_ids:
+    description:
+      - The PCI device ids that are NPUs, for O(pci_devices).
+      - Default C(0xd802) (910B, as Huawei's guides count them), C(0xd803) (Atlas A3, Ascend 910_93) and
+        C(0xd500) (310P).
+    type: list
+    elements: str
 notes:
   - C(npu-smi) talks to the driver; a C(-8020) error means another process holds the devices.
 seealso:
@@ -268,6 +283,20 @@ reboot_reasons:
   returned: always
   type: list
   elements: str
+pci:
+  description:
+    - With O(pci_devices) - the NPU functions on the PCI bus, by device id (null without it).
+    - C(npus) (C(bus_id), C(device), C(model)), C(count) (their number), C(other_huawei) (Huawei functions
+      that are not NPUs, C(bus_id), C(device), C(class)), C(path), C(error) (why the directory could not
+      be read, else null).
+  returned: always
+  type: dict
+  sample:
+    path: /sys/bus/pci/devices
+    count: 8
+    npus: [{bus_id: "0000:c1:00.0", device: "0xd802", model: 910B}]
+    other_huawei: [{bus_id: "0000:75:00.0", device: "0xa250", class: "0x120000"}]
+    error: null
 ansible_facts:
   description: The same data under C(ascend_npu).
   returned: always
@@ -290,6 +319,8 @@ def main():
             install_info=dict(type="path", default=DEFAULT_INSTALL_INFO),
             upgrade_tool=dict(type="path"),
             spod_info=dict(type="bool", default=False),
+            pci_devices=dict(type="path"),
+            pci_device_ids=dict(type="list", elements="str"),
         ),
         supports_check_mode=True,
     )

@@ -356,3 +356,23 @@ def test_check_mode_same_result(run_module, node):
     assert checked["changed"] is False
     for key in ("driver", "npus", "count", "healthy", "reboot_required"):
         assert checked[key] == normal[key]
+
+
+def test_pci_npus_counted_by_device_id_before_any_driver(run_module, node, tmp_path):
+    """Bare node on a Kunpeng host: 8 NPUs (d802) and two ZIP engines in the NPUs' class are 8, not 10."""
+    root = tmp_path / "pci"
+    for bus, device in [(f"0000:{0xc1 + i:02x}:00.0", "0xd802") for i in range(8)] + [
+            ("0000:75:00.0", "0xa250"), ("0000:b5:00.0", "0xa250")]:
+        (root / bus).mkdir(parents=True)
+        (root / bus / "vendor").write_text("0x19e5\n")
+        (root / bus / "device").write_text(device + "\n")
+        (root / bus / "class").write_text("0x120000\n")
+    res = run_module(npu_info.main, node.args(npu_smi=str(node.tmp / "absent" / "npu-smi"), pci_devices=str(root)))
+    assert not res.get("failed"), res.get("msg")
+    assert res["pci"]["count"] == 8 and res["pci"]["error"] is None
+    assert [f["bus_id"] for f in res["pci"]["other_huawei"]] == ["0000:75:00.0", "0000:b5:00.0"]
+    res = run_module(npu_info.main, node.args(pci_devices=str(tmp_path / "absent")))
+    assert res["pci"]["count"] == 0 and "cannot list" in res["pci"]["error"]
+    assert run_module(npu_info.main, node.args())["pci"] is None
+    res = run_module(npu_info.main, node.args(pci_devices=str(root), pci_device_ids=["nope"]))
+    assert res["failed"] and "pci_device_ids" in res["msg"]
