@@ -260,3 +260,55 @@ def test_roce_ports_from_the_plan_leaves_unplanned_keys_unmanaged():
         {"device": 1, "address": "10.0.0.2", "netmask": "255.255.255.0", "tls": True}]
     with pytest.raises(ValueError, match="device_id"):
         roce_ports([{"address": "10.0.0.1"}])
+
+
+# ---- health before training (issue 43 item 8): optics and link flaps, per node and port
+
+GOOD_OPTICS = {"present": True, "tx_power_mw": [4.4], "rx_power_mw": [1.0], "tx_power_low_mw": 0.28,
+               "rx_power_low_mw": 0.14, "tx_los": "0x0", "rx_los": "0x0"}
+
+
+def test_roce_report_refuses_missing_or_dark_optics_naming_node_and_port():
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_report
+
+    mine = [d for d in roce_plan(good())["devices"] if d["host"] == "node1"]
+    fine = _report_info(optical=GOOD_OPTICS, optical_error=None)
+    assert roce_report(fine, mine, "node1", optics=True)["problems"] == []
+    dark = _report_info(optical=dict(GOOD_OPTICS, rx_power_mw=[0.01]), optical_error=None)
+    assert roce_report(dark, mine, "node1", optics=True)["problems"] == [
+        "node1 NPU 1: the optical module receives 0.01 mW, under its low threshold 0.14 mW (RX power; "
+        "hccn_tool -optical -g); likely cause: optics or fibre"]
+    assert roce_report(dark, mine, "node1")["problems"] == []  # optics not judged unless asked
+    # a down port with no module: the module is named as the likely cause
+    gone = _report_info(link="DOWN", health="Fault", speed_mbps=None, optical=dict(GOOD_OPTICS, present=False),
+                        optical_error=None)
+    assert roce_report(gone, mine, "node1", optics=True)["problems"] == [
+        "node1 NPU 1: link is DOWN (net health Fault, speed Unknown); likely cause: no optical module (hccn_tool "
+        "-optical -g: present is not present), so likely the optics or fibre (RDMA QoS of this port is set on a "
+        "later run once its link is up)"]
+
+
+def test_roce_report_unreadable_optics_is_a_problem_a_refused_read_a_note():
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_report
+
+    mine = [d for d in roce_plan(good())["devices"] if d["host"] == "node1"]
+    raw = "hccn_tool -optical -g: could not read the line 'Rx Power : n/a' (expected a power in mW); output: '...'"
+    report = roce_report(_report_info(optical=None, optical_error=raw), mine, "node1", optics=True)
+    assert report["problems"] == [f"node1 NPU 1: {raw}"]
+    refused = "-i 1 -optical -g failed (rc=1): not support"
+    report = roce_report(_report_info(optical=None, optical_error=refused), mine, "node1", optics=True)
+    assert report == {"problems": [], "notes": [f"node1 NPU 1: optics not read ({refused})"]}
+
+
+def test_roce_report_refuses_a_flapping_link():
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_report
+
+    mine = [d for d in roce_plan(good())["devices"] if d["host"] == "node1"]
+    flapping = _report_info(link_stat={"up_count": 9, "down_count": None, "downs_ago_s": [30, 600, 1200, 7200]},
+                            link_stat_error=None)
+    assert roce_report(flapping, mine, "node1", link_flaps_max=2)["problems"] == [
+        "node1 NPU 1: the link went down 3 times in the last 3600 s (hccn_tool -link_stat -g; at most 2); likely "
+        "cause: cable, optics or switch port"]
+    assert roce_report(flapping, mine, "node1", link_flaps_max=3)["problems"] == []
+    assert roce_report(flapping, mine, "node1", link_flaps_max=2, link_flap_window_s=60)["problems"] == []
+    assert roce_report(flapping, mine, "node1")["problems"] == []  # -1: not judged
