@@ -80,6 +80,24 @@ options:
         C(0xd500) (310P).
     type: list
     elements: str
+  health_checks:
+    description:
+      - Also read each NPU's own health record and HBM ECC counts (C(npu-smi info -t health -i N),
+        C(npu-smi info -t ecc -i N)) and judge them into RV(health_checks).
+    type: bool
+    default: false
+  ecc_max_isolated_pages:
+    description:
+      - With O(health_checks) - isolated HBM pages (single- and double-bit together) a chip may have; more
+        is a problem. Negative - not judged. HBM double-bit (uncorrectable) errors are always a problem.
+    type: int
+    default: 0
+  ecc_max_single_bit_errors:
+    description:
+      - With O(health_checks) - HBM single-bit (corrected) ECC errors a chip may have; more is a problem.
+        Negative - not judged.
+    type: int
+    default: -1
 notes:
   - C(npu-smi) talks to the driver; a C(-8020) error means another process holds the devices.
 seealso:
@@ -283,6 +301,17 @@ reboot_reasons:
   returned: always
   type: list
   elements: str
+health_checks:
+  description:
+    - With O(health_checks) - C(details) (per NPU C(npu_id), C(health), C(error_code), C(error_info), C(ecc)
+      the chips' counts), C(problems) (one sentence per NPU and finding, naming the NPU; an output that
+      cannot be read is shown) and C(notes) (reads the tool refused). Empty lists without it.
+  returned: always
+  type: dict
+  sample:
+    details: [{npu_id: 0, health: OK, error_code: null, error_info: null, ecc: [{chip_id: 0}]}]
+    problems: ["NPU 3 chip 0: 2 HBM double-bit (uncorrectable) ECC errors (npu-smi info -t ecc)"]
+    notes: []
 pci:
   description:
     - With O(pci_devices) - the NPU functions on the PCI bus, by device id (null without it).
@@ -321,6 +350,9 @@ def main():
             spod_info=dict(type="bool", default=False),
             pci_devices=dict(type="path"),
             pci_device_ids=dict(type="list", elements="str"),
+            health_checks=dict(type="bool", default=False),
+            ecc_max_isolated_pages=dict(type="int", default=0),
+            ecc_max_single_bit_errors=dict(type="int", default=-1),
         ),
         supports_check_mode=True,
     )
