@@ -289,6 +289,21 @@ def roce_report(info, plan, host, expected_speed_mbps=0, optics=False, link_flap
     return {"problems": problems, "notes": notes}
 
 
+def roce_unsettled(devices, plan=None):
+    """The ports of ``devices`` (hccn_info's) that have not settled: link not UP, or net health not
+    accepted (``health_ok``: Success, or Init where the port has no net-detect address; the port's own
+    read, else the plan's). One ``NPU <id>: link <L>, net health <H>`` per port, in device order."""
+    planned = {str(d["device_id"]): d for d in plan or []}
+    out = []
+    for dev in devices or []:
+        want = planned.get(str(dev.get("device_id")), {})
+        netdetect = dev.get("netdetect") if "netdetect" in dev else want.get("netdetect")
+        link = str(dev.get("link") or "unknown")
+        if link.upper() != "UP" or not health_ok(dev.get("health"), netdetect):
+            out.append(f"NPU {dev.get('device_id')}: link {link}, net health {dev.get('health') or 'unknown'}")
+    return out
+
+
 def roce_problems(info, plan, host, expected_speed_mbps=0, optics=False, link_flaps_max=-1, link_flap_window_s=3600):
     """The problems of ``roce_report`` (one message per problem, each naming the node and the NPU)."""
     return roce_report(info, plan, host, expected_speed_mbps, optics, link_flaps_max, link_flap_window_s)["problems"]
@@ -328,4 +343,4 @@ class FilterModule:
 
     def filters(self):
         return {"roce_plan": roce_plan, "roce_problems": roce_problems, "roce_report": roce_report,
-                "roce_hccn_conf": roce_hccn_conf, "roce_ports": roce_ports}
+                "roce_hccn_conf": roce_hccn_conf, "roce_ports": roce_ports, "roce_unsettled": roce_unsettled}

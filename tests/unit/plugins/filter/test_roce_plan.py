@@ -312,3 +312,40 @@ def test_roce_report_refuses_a_flapping_link():
     assert roce_report(flapping, mine, "node1", link_flaps_max=3)["problems"] == []
     assert roce_report(flapping, mine, "node1", link_flaps_max=2, link_flap_window_s=60)["problems"] == []
     assert roce_report(flapping, mine, "node1")["problems"] == []  # -1: not judged
+
+
+# ---- the wait for the ports to settle (issue 43 item 7)
+
+def test_roce_unsettled_names_ports_whose_link_or_net_health_has_not_settled():
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_unsettled
+
+    plan = [{"device_id": "0", "netdetect": None}, {"device_id": "1", "netdetect": "192.168.121.1"},
+            {"device_id": "2", "netdetect": None}]
+    devices = [{"device_id": "0", "link": "UP", "health": "Init"},  # no net-detect address: Init accepted
+               {"device_id": "1", "link": "UP", "health": "Init"},  # probing its address: not yet
+               {"device_id": "2", "link": "DOWN", "health": "Fault"},
+               {"device_id": "3", "link": "UP", "health": "Success", "netdetect": "192.168.121.1"}]
+    assert roce_unsettled(devices, plan) == ["NPU 1: link UP, net health Init", "NPU 2: link DOWN, net health Fault"]
+    assert roce_unsettled([dict(d, link="UP", health="Success") for d in devices], plan) == []
+    assert FilterModule().filters()["roce_unsettled"] is roce_unsettled
+
+
+def test_the_check_waits_for_the_ports_to_settle_before_the_ping_matrix():
+    """check.yml includes settle.yml (bounded by roce_settle_timeout_s, only after a change in this run)
+    before ping.yml; settle.yml re-reads until roce_unsettled is empty and says how long it waited."""
+    from pathlib import Path
+
+    import yaml
+
+    roce = Path(__file__).resolve().parents[4] / "roles" / "roce"
+    check = yaml.safe_load((roce / "tasks" / "check.yml").read_text())
+    files = [t["ansible.builtin.include_tasks"]["file"] for t in check if "ansible.builtin.include_tasks" in t]
+    assert files.index("settle.yml") < files.index("ping.yml")
+    settle_include = next(t for t in check if t.get("ansible.builtin.include_tasks", {}).get("file") == "settle.yml")
+    when = " ".join(settle_include["when"])
+    assert "roce_settle_timeout_s" in when and "__npu_driver_rebooted" in when and "__roce_ports is changed" in when
+    settle = yaml.safe_load((roce / "tasks" / "settle.yml").read_text())
+    reread = next(t for t in settle if "ascendops.cluster.hccn_info" in t)
+    assert "roce_unsettled" in reread["until"] and "roce_settle_timeout_s" in reread["retries"]
+    assert reread["failed_when"] is False  # the report judges what did not settle
+    assert "waited" in next(t for t in settle if "ansible.builtin.debug" in t)["ansible.builtin.debug"]["msg"]
