@@ -44,7 +44,7 @@ def straight_run(prepared, tmp_path_factory) -> Path:
     table.write_text(rank_table([("127.0.0.1", [4, 5])]))
     cmd = launch_cmd(train_args(prepared["data"], run, "--export-dir", str(run / "hf")))
     env = subprocess_env(RANK_TABLE_FILE=str(table), ASCENDOPS_STATUS_FILE=str(root / "status.json"),
-                         ASCENDOPS_JOB="straight", ASCENDOPS_NODE_NAME="node-a", ASCEND_RT_VISIBLE_DEVICES="4,5",
+                         ASCENDOPS_JOB="straight", ASCENDOPS_NODE_NAME="node-a", ASCENDOPS_HOST_DEVICES="4,5",
                          GLOO_SOCKET_IFNAME="lo", HCCL_SOCKET_IFNAME="lo")
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     (root / "log.txt").write_text(proc.stdout + proc.stderr)

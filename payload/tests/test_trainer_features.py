@@ -369,6 +369,25 @@ def test_visible_devices_in_a_container_with_a_subset_of_npus():
         check_rank_table(servers, launch, {"ASCEND_VISIBLE_DEVICES": "0,1"})
 
 
+def test_part_of_a_node_in_a_container_given_those_devices():
+    """The launch stage's partial job: the container gets /dev/davinci4 and 5 only (inside, CANN numbers
+    them 0 and 1: aclrtSetDevice takes 0..count-1), ASCENDOPS_HOST_DEVICES=4,5 says which host NPUs they
+    are, and no ASCEND_RT_VISIBLE_DEVICES (its 4,5 would name devices the container does not have)."""
+    from ascendops_trainer.parallel import check_visible_devices
+
+    servers = parse_rank_table(_trainer_helpers.rank_table([("10.0.0.11", [4, 5])]))
+    for local in (0, 1):
+        launch = LaunchInfo(rank=local, world_size=2, local_rank=local, local_world_size=2, node_rank=0,
+                            torchrun=True)
+        assert check_visible_devices(launch, {"ASCENDOPS_HOST_DEVICES": "4,5"}) == 4 + local
+        assert check_rank_table(servers, launch, {"ASCENDOPS_HOST_DEVICES": "4,5"})["server_id"] == "10.0.0.11"
+    # the container numbers its devices in ascending host order, whatever order the list is in
+    assert visible_devices({"ASCENDOPS_HOST_DEVICES": "5,4"}) == [4, 5]
+    with pytest.raises(RankTableError, match=r"names device\(s\) \[4, 5\] but the container has only 2 NPUs "
+                                             r"\(ASCENDOPS_HOST_DEVICES=4,5; inside, devices are numbered from 0\)"):
+        visible_devices({"ASCENDOPS_HOST_DEVICES": "4,5", "ASCEND_RT_VISIBLE_DEVICES": "4,5"})
+
+
 def test_part_of_a_node_through_ascend_rt_visible_devices():
     """A job on NPUs 4 and 5 of a node: ASCEND_RT_VISIBLE_DEVICES=4,5, the rank table names 4 and 5,
     local rank i uses visible index i, whose physical id is what the table is checked against."""

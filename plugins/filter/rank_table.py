@@ -185,20 +185,28 @@ def build_rank_table(servers, version="1.0", devices_per_server=None, super_pod_
     table = {"version": version, "server_count": str(len(server_list)), "server_list": server_list,
              "status": "completed"}
     if version == "1.2":
-        table["super_pod_list"] = [{"super_pod_id": str(super_pod_id),
-                                    "server_list": [{"server_id": s["server_id"]} for s in server_list]}]
+        # One entry per SuperPoD: each server under its own super_pod_id (read from its hardware, or
+        # the setting), pods in ascending id order, servers in server_list order inside each.
+        pods = {}
+        for s in server_list:
+            pod = by_id[s["server_id"]].get("super_pod_id")
+            pod = str(super_pod_id if pod in (None, "") else pod)
+            pods.setdefault(pod, []).append({"server_id": s["server_id"]})
+        order = sorted(pods, key=lambda p: (not p.isdigit(), int(p) if p.isdigit() else 0, p))
+        table["super_pod_list"] = [{"super_pod_id": pod, "server_list": pods[pod]} for pod in order]
     check_rank_table(table)
     return table
 
 
 def rank_table(hostnames, hostvars, version="1.0", devices_per_server=None, host_ip_var="ansible_host",
                devices_var="roce_devices", plan_var="roce_device_addresses", source="hardware",
-               super_pod_id="0", require_up=True):
+               super_pod_id="0", require_up=True, super_pod_id_var=None):
     """Filter: ``groups['npu_nodes'] | rank_table(hostvars, ...)``.
 
     source=hardware (default): devices from each host's ``devices_var`` fact, checked against
     ``plan_var`` when the host has it. source=plan: the planned addresses alone (a preview without
-    contacting the nodes).
+    contacting the nodes). Version 1.2: each server's SuperPoD is its ``super_pod_id_var`` host variable
+    where set (``rank_table_super_pod_id``: the hardware's, or the setting), else ``super_pod_id``.
     """
     if source not in ("hardware", "plan"):
         raise RankTableError(f"rank_table: source {source!r} must be 'hardware' or 'plan'")
@@ -212,7 +220,8 @@ def rank_table(hostnames, hostvars, version="1.0", devices_per_server=None, host
                                  "addresses back; run it on this host (or use source='plan' for a preview)")
         if source == "plan" and plan is None:
             raise RankTableError(f"{name}: no planned device addresses ({plan_var}) in the inventory")
-        servers.append({"name": name, "host_ip": hv.get(host_ip_var) or name, "devices": devices, "plan": plan})
+        servers.append({"name": name, "host_ip": hv.get(host_ip_var) or name, "devices": devices, "plan": plan,
+                        "super_pod_id": hv.get(super_pod_id_var) if super_pod_id_var else None})
     return build_rank_table(servers, version, devices_per_server, super_pod_id, require_up,
                             planned_only=source == "plan")
 
@@ -357,10 +366,32 @@ def rank_table_super_device_ids(devices, chips):
     return out
 
 
+def rank_table_super_pod_id(chips, setting="", host=""):
+    """This server's super_pod_id for rank table 1.2: ``setting`` (launch_super_pod_id) when given, else
+    the ``Super Pod ID`` every chip's ``npu-smi info -t spod-info`` reported (npu_info's chips read with
+    spod_info). No value, or chips that disagree, is an error naming the host and what was read."""
+    if setting not in (None, ""):
+        return str(setting)
+    chips = list(chips or [])
+    read = [(c.get("npu_id"), c.get("chip_id"), c.get("super_pod_id")) for c in chips]
+    missing = [f"NPU {n} chip {c}" for n, c, p in read if p in (None, "")]
+    if not chips or missing:
+        raise RankTableError(
+            f"{host}: npu-smi info -t spod-info printed no Super Pod ID for "
+            f"{', '.join(missing) if missing else 'any chip (no chips listed)'}; set launch_super_pod_id for this host")
+    values = sorted({str(p) for _n, _c, p in read})
+    if len(values) > 1:
+        shown = ", ".join(f"NPU {n} chip {c}: {p}" for n, c, p in read)
+        raise RankTableError(f"{host}: the chips report different Super Pod IDs ({shown}); one server sits in one "
+                             "SuperPoD: check the hardware, or set launch_super_pod_id for this host")
+    return values[0]
+
+
 class FilterModule:
     """HCCL rank table filters."""
 
     def filters(self):
         return {"rank_table": rank_table, "rank_table_check": rank_table_check, "rank_table_read": read_rank_table,
                 "rank_table_node_rank": rank_table_node_rank,
-                "rank_table_super_device_ids": rank_table_super_device_ids}
+                "rank_table_super_device_ids": rank_table_super_device_ids,
+                "rank_table_super_pod_id": rank_table_super_pod_id}

@@ -10,7 +10,9 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import
     HEALTH_INIT,
     hccn_conf_devices,
     health_ok,
+    link_flaps,
     merge_hccn_conf,
+    optical_problems,
 )
 
 SINGLE_SUBNET_MODELS = ("910b",)
@@ -188,7 +190,39 @@ def _speed_text(speed):
     return "Unknown" if speed is None else f"{speed} Mb/s"
 
 
-def roce_report(info, plan, host, expected_speed_mbps=0):
+def _unreadable(error):
+    """An hccn_tool output the parser could not read (not the tool refusing the read)."""
+    return "could not read the line" in str(error or "")
+
+
+def _health_checks(dev, label, optics, link_flaps_max, link_flap_window_s, problems, notes):
+    """The optics and link-history findings of one port (``optics``; ``link_flaps_max`` < 0: not judged).
+    Returns the optics findings, which a down link's message carries as its likely cause."""
+    found = []
+    if optics and "optical" in dev:
+        error = dev.get("optical_error")
+        if dev.get("optical"):
+            found = optical_problems(dev["optical"])
+        elif _unreadable(error):
+            problems.append(f"{label}: {error}")
+        elif error:
+            notes.append(f"{label}: optics not read ({error})")
+    if link_flaps_max is not None and int(link_flaps_max) >= 0 and "link_stat" in dev:
+        error = dev.get("link_stat_error")
+        if dev.get("link_stat"):
+            flaps = link_flaps(dev["link_stat"], int(link_flap_window_s))
+            if flaps > int(link_flaps_max):
+                problems.append(f"{label}: the link went down {flaps} times in the last {int(link_flap_window_s)} s "
+                                f"(hccn_tool -link_stat -g; at most {int(link_flaps_max)}); likely cause: cable, "
+                                "optics or switch port")
+        elif _unreadable(error):
+            problems.append(f"{label}: {error}")
+        elif error:
+            notes.append(f"{label}: link history not read ({error})")
+    return found
+
+
+def roce_report(info, plan, host, expected_speed_mbps=0, optics=False, link_flaps_max=-1, link_flap_window_s=3600):
     """The cluster-wide report's part for one node: ``{"problems": [...], "notes": [...]}`` from an
     ``hccn_info`` (or ``hccn`` with ``status``) result and the node's plan entries, each line naming the
     node and the NPU.
@@ -199,6 +233,11 @@ def roce_report(info, plan, host, expected_speed_mbps=0):
     not answered), speed not ``expected_speed_mbps`` (0 = not checked), address read back not the
     planned one, every ping that did not get all its packets back. Notes: ports accepted with net
     health ``Init`` because no net-detect address is configured for them (nothing to probe).
+    With ``optics``: no optical module, or light under the module's own low threshold
+    (``hccn_tool -optical -g``), is a problem; on a down port it is named as the likely cause. With
+    ``link_flaps_max`` >= 0: more link-downs than that in the last ``link_flap_window_s`` seconds
+    (``hccn_tool -link_stat -g``) is a problem. An output that cannot be read is a problem showing it;
+    a tool that refuses the read is a note.
     """
     problems = []
     notes = []
@@ -208,11 +247,16 @@ def roce_report(info, plan, host, expected_speed_mbps=0):
         want = planned.get(str(dev["device_id"]))
         netdetect = dev.get("netdetect") if "netdetect" in dev else (want or {}).get("netdetect")
         link = str(dev.get("link") or "unknown")
+        optics_found = _health_checks(dev, label, optics, link_flaps_max, link_flap_window_s, problems, notes)
         if link.upper() != "UP":
+            cause = ("; ".join(optics_found) + ", so likely the optics or fibre") if optics_found else \
+                "cable, optics or switch port"
             problems.append(
                 f"{label}: link is {link} (net health {dev.get('health') or 'unknown'}, speed "
-                f"{_speed_text(dev.get('speed_mbps'))}); likely cause: cable, optics or switch port "
+                f"{_speed_text(dev.get('speed_mbps'))}); likely cause: {cause} "
                 "(RDMA QoS of this port is set on a later run once its link is up)")
+        elif optics_found:
+            problems.extend(f"{label}: {finding}; likely cause: optics or fibre" for finding in optics_found)
         elif "speed_mbps" in dev and dev.get("speed_mbps") is None:
             problems.append(f"{label}: speed is Unknown (hccn_tool -speed -g) with the link UP; likely cause: "
                             "cable, optics or switch port")
@@ -245,9 +289,24 @@ def roce_report(info, plan, host, expected_speed_mbps=0):
     return {"problems": problems, "notes": notes}
 
 
-def roce_problems(info, plan, host, expected_speed_mbps=0):
+def roce_unsettled(devices, plan=None):
+    """The ports of ``devices`` (hccn_info's) that have not settled: link not UP, or net health not
+    accepted (``health_ok``: Success, or Init where the port has no net-detect address; the port's own
+    read, else the plan's). One ``NPU <id>: link <L>, net health <H>`` per port, in device order."""
+    planned = {str(d["device_id"]): d for d in plan or []}
+    out = []
+    for dev in devices or []:
+        want = planned.get(str(dev.get("device_id")), {})
+        netdetect = dev.get("netdetect") if "netdetect" in dev else want.get("netdetect")
+        link = str(dev.get("link") or "unknown")
+        if link.upper() != "UP" or not health_ok(dev.get("health"), netdetect):
+            out.append(f"NPU {dev.get('device_id')}: link {link}, net health {dev.get('health') or 'unknown'}")
+    return out
+
+
+def roce_problems(info, plan, host, expected_speed_mbps=0, optics=False, link_flaps_max=-1, link_flap_window_s=3600):
     """The problems of ``roce_report`` (one message per problem, each naming the node and the NPU)."""
-    return roce_report(info, plan, host, expected_speed_mbps)["problems"]
+    return roce_report(info, plan, host, expected_speed_mbps, optics, link_flaps_max, link_flap_window_s)["problems"]
 
 
 def roce_ports(plan):
@@ -284,4 +343,4 @@ class FilterModule:
 
     def filters(self):
         return {"roce_plan": roce_plan, "roce_problems": roce_problems, "roce_report": roce_report,
-                "roce_hccn_conf": roce_hccn_conf, "roce_ports": roce_ports}
+                "roce_hccn_conf": roce_hccn_conf, "roce_ports": roce_ports, "roce_unsettled": roce_unsettled}

@@ -159,7 +159,7 @@ class Collector:
         self.command("npu_smi_info", [smi, "info"])
         tool = p["hccn_tool"]
         for dev in self.devices:
-            for what in ("link", "net_health", "stat", "ip"):
+            for what in ("link", "net_health", "netdetect", "stat", "ip"):
                 self.command(f"hccn_{dev}_{what}", [tool, "-i", str(dev), f"-{what}", "-g"])
         lines = str(p["journal_lines"])
         since = ["--since", p["since"]] if p.get("since") else []
@@ -241,7 +241,8 @@ class Collector:
         props = dict(line.split("=", 1) for line in (o.get("unit_state") or "").splitlines() if "=" in line)
         return {
             "npu_smi_info": o.get("npu_smi_info", ""),
-            "hccn": {str(d): {"link": o.get(f"hccn_{d}_link", ""), "net_health": o.get(f"hccn_{d}_net_health", "")}
+            "hccn": {str(d): {"link": o.get(f"hccn_{d}_link", ""), "net_health": o.get(f"hccn_{d}_net_health", ""),
+                              "netdetect": o.get(f"hccn_{d}_netdetect", "")}
                      for d in self.devices},
             "journal": _tail(o.get("journal_job"), self.p["triage_lines"]),
             "kernel": _tail(o.get("kernel") or o.get("dmesg"), self.p["triage_lines"]),

@@ -22,6 +22,13 @@ Outputs are read by their structure (vendor facts):
   also read: the older one-line form ``pfc ... 0,0,0,0,1,0,0,0``.
 * ``-prio_tc -g``, ``-dscp_to_tc -g``, ``-mtu -g``: no vendor sample found (facts, third round). Read
   by their documented field names in the layouts listed at each parser; anything else is refused.
+* ``-optical -g`` and ``-link_stat -g`` (MindCluster Ascend FaultDiag's user guide, "Collecting Logs
+  Before Training and Inference"; the field names also in Huawei's npu-exporter, devmanager/hccn):
+  ``optical info:`` then ``key : value`` lines (``present : present``/``not present``, ``Tx Power :
+  4.4035 mW``, ``Rx Power : 1.0189 mW`` or per lane ``Tx Power0``..``Rx Power3``, ``RxPower Low Thres
+  : 0.1445 mW``, ``Rx Los Flag : 0x0``, ...); ``[device 0]current time        : Wed Jun  7 10:08:28
+  2023``, ``[device 0]link up count       : 2``, ``[device 0]link change records :`` and one
+  ``[device 0]    Tue Jun  6 16:32:10 2023    LINK DOWN`` line per change.
 * set commands print ``Cmd executed successfully!``; a concurrent call prints
   ``hccn_tool is busy, please try again`` (retry).
 * A port whose link is down answers ``-prio_tc -g`` / ``-pfc -g`` with a non-zero exit and
@@ -34,6 +41,7 @@ hosts, Python 3.8+).
 
 from __future__ import annotations
 
+import datetime
 import ipaddress
 import os
 import re
@@ -211,6 +219,107 @@ def parse_speed(text):
         return None
     speed = int(m.group(1)) * _SPEED_FACTOR[(m.group(2) or "Mb/s").lower()]
     return int(speed) if float(speed).is_integer() else speed
+
+
+_OPTICAL_KV = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 _()-]*?)\s*:\s*(.*?)\s*$")
+_POWER = re.compile(r"^(tx|rx)[ _]?power[ _]?(\d?)$", re.I)
+_POWER_VALUE = re.compile(r"^(-?\d+(?:\.\d+)?)\s*mW$", re.I)
+
+
+def _power_mw(value, key, text):
+    m = _POWER_VALUE.match(value or "")
+    if not m:
+        raise _unreadable(text, "-optical -g", "a power in mW", f"{key} : {value}")
+    return float(m.group(1))
+
+
+def parse_optical(text):
+    """``-optical -g`` -> ``{"present": bool, "tx_power_mw": [...], "rx_power_mw": [...], "tx_power_low_mw",
+    "rx_power_low_mw", "rx_los", "tx_los"}``: one power per lane (``Tx Power`` alone, or ``Tx Power0``..3),
+    the module's own low thresholds (None where not printed), the LOS flags as printed. Read by field
+    name; no ``present`` line, or a power that is not ``<number> mW``, is refused showing the line."""
+    fields = OrderedDict()
+    for line in _lines(text):
+        m = _OPTICAL_KV.match(line)
+        if m and m.group(2):
+            fields.setdefault(m.group(1).strip().lower(), (m.group(1).strip(), m.group(2)))
+    if "present" not in fields:
+        raise _unreadable(text, "-optical -g", "a 'present : present' line")
+    out = {"present": fields["present"][1].strip().lower() == "present", "tx_power_mw": [], "rx_power_mw": [],
+           "tx_power_low_mw": None, "rx_power_low_mw": None,
+           "tx_los": (fields.get("tx los flag") or (None, None))[1],
+           "rx_los": (fields.get("rx los flag") or (None, None))[1]}
+    for name, (key, value) in fields.items():
+        power = _POWER.match(name)
+        if power:
+            out[f"{power.group(1).lower()}_power_mw"].append(_power_mw(value, key, text))
+        elif name in ("txpower low thres", "rxpower low thres"):
+            out[f"{name[:2]}_power_low_mw"] = _power_mw(value, key, text)
+    return out
+
+
+def optical_problems(optical):
+    """Why a port's optics cannot carry a job (``parse_optical``'s result): no module, or a lane's Tx or
+    Rx power under the module's own low threshold (Rx: dirty or broken fibre, far-end optics off; Tx:
+    this module failing). One sentence each."""
+    if not optical.get("present"):
+        return ["no optical module (hccn_tool -optical -g: present is not present)"]
+    out = []
+    for side, what in (("rx", "receives"), ("tx", "sends")):
+        low = optical.get(f"{side}_power_low_mw")
+        powers = optical.get(f"{side}_power_mw") or []
+        weak = [f"{p:g}" for p in powers if low is not None and p < low]
+        if weak:
+            out.append(f"the optical module {what} {', '.join(weak)} mW, under its low threshold {low:g} mW "
+                       f"({side.upper()} power; hccn_tool -optical -g)")
+    return out
+
+
+_LINK_STAT_KV = re.compile(r"^\s*(?:\[dev(?:ice|id)?\s*\d+\])?\s*([a-z][a-z ]*?)\s*:\s*(.*?)\s*$", re.I)
+_LINK_RECORD = re.compile(r"^\s*(?:\[dev(?:ice|id)?\s*\d+\])?\s*(\w{3}\s+\w{3}\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}\s+\d{4})"
+                          r"\s+LINK\s+(UP|DOWN)\s*$", re.I)
+_CTIME = "%a %b %d %H:%M:%S %Y"
+
+
+def _ctime(value, text, line):
+    try:
+        return datetime.datetime.strptime(" ".join(value.split()), _CTIME)
+    except ValueError:
+        raise _unreadable(text, "-link_stat -g", "a time like 'Wed Jun  7 10:08:28 2023'", line) from None
+
+
+def parse_link_stat(text):
+    """``-link_stat -g`` -> ``{"up_count", "down_count", "downs_ago_s": [...]}``: the counts the tool prints
+    (None where it does not), and for each ``LINK DOWN`` record how many seconds before the tool's
+    ``current time`` it happened. No ``link up count`` or ``current time`` line, or a record whose time
+    cannot be read, is refused showing the line."""
+    fields, downs = {}, []
+    now = None
+    for line in _lines(text):
+        record = _LINK_RECORD.match(line)
+        if record:
+            downs.append((_ctime(record.group(1), text, line), record.group(2).upper(), line))
+            continue
+        m = _LINK_STAT_KV.match(line)
+        if m:
+            fields[m.group(1).strip().lower()] = (m.group(2), line)
+    if "link up count" not in fields or "current time" not in fields:
+        raise _unreadable(text, "-link_stat -g", "'link up count : N' and 'current time : ...' lines")
+    now = _ctime(fields["current time"][0], text, fields["current time"][1])
+    counts = {}
+    for key in ("link up count", "link down count"):
+        if key in fields:
+            value, line = fields[key]
+            if not value.isdigit():
+                raise _unreadable(text, "-link_stat -g", "a count", line)
+            counts[key] = int(value)
+    return {"up_count": counts.get("link up count"), "down_count": counts.get("link down count"),
+            "downs_ago_s": [int((now - when).total_seconds()) for when, state, _line in downs if state == "DOWN"]}
+
+
+def link_flaps(link_stat, window_s):
+    """How many times the link went down in the last ``window_s`` seconds (``parse_link_stat``'s result)."""
+    return len([s for s in link_stat.get("downs_ago_s") or [] if 0 <= s <= window_s])
 
 
 def parse_tls(text):
@@ -430,12 +539,21 @@ class HccnTool:
         }
 
     def link_state(self, device):
-        """Link, net health and speed of one device."""
-        return {
+        """Link, net health and speed of one device, and its optics and link history (``optical``,
+        ``link_stat``: parsed, or None with the reason in ``optical_error`` / ``link_stat_error``: a tool
+        that refuses the read, or an output that cannot be read, is reported for the port, not raised)."""
+        out = {
             "link": parse_link(self.run(device, "-link", "-g")),
             "health": parse_net_health(self.run(device, "-net_health", "-g")),
             "speed_mbps": parse_speed(self.run(device, "-speed", "-g")),
         }
+        for key, args, parse in (("optical", ("-optical", "-g"), parse_optical),
+                                 ("link_stat", ("-link_stat", "-g"), parse_link_stat)):
+            try:
+                out[key], out[f"{key}_error"] = parse(self.run(device, *args)), None
+            except HccnError as exc:
+                out[key], out[f"{key}_error"] = None, str(exc)
+        return out
 
     def status(self, device):
         """Link, net health, speed and addresses of one device."""

@@ -22,6 +22,16 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_node impo
     query_spod_info,
 )
 from ansible_collections.ascendops.cluster.plugins.module_utils.cann_info import parse_required
+from ansible_collections.ascendops.cluster.plugins.module_utils.npu_smi import (
+    NpuSmiFormatError,
+    ecc_problems,
+    parse_npu_smi_ecc,
+    parse_npu_smi_health,
+)
+from ansible_collections.ascendops.cluster.plugins.module_utils.pci_devices import (
+    PciReadError,
+    npu_functions,
+)
 from ansible_collections.ascendops.cluster.plugins.module_utils.upgrade_tool import firmware_status
 from ansible_collections.ascendops.cluster.plugins.module_utils.vendor_command import vendor_runner
 
@@ -131,8 +141,16 @@ def gather(module):
                   "health": c.get("health")}
                  for c in chips if str(c.get("health") or "").upper() != "OK"]
     reasons = reboot_reasons(driver, firmware, smi)
+    health = {"details": [], "problems": [], "notes": []}
+    if params.get("health_checks") and smi["available"]:
+        details, problems, notes = health_report(
+            run, smi_path, [n.get("npu_id") for n in npus], params.get("ecc_max_isolated_pages", 0),
+            params.get("ecc_max_single_bit_errors", -1))
+        health = {"details": details, "problems": problems, "notes": notes}
 
     return {
+        "health_checks": health,
+        "pci": read_pci(module),
         "driver": driver,
         "firmware": firmware,
         "toolkit": toolkit,
@@ -152,6 +170,54 @@ def gather(module):
         "reboot_required": bool(reasons),
         "reboot_reasons": reasons,
     }
+
+
+def health_report(run, path, npu_ids, max_isolated_pages=0, max_single_bit=-1):
+    """Each NPU's own health record and HBM ECC (``npu-smi info -t health -i N``, ``-t ecc -i N``):
+    (details, problems, notes). ``details``: ``[{npu_id, health, error_code, error_info, ecc}]``;
+    ``problems``: one sentence per NPU and finding, naming the NPU (health not OK with its error code,
+    ``ecc_problems``, an output that cannot be read, shown); ``notes``: reads the tool refused (rc != 0)."""
+    details, problems, notes = [], [], []
+    for npu in npu_ids:
+        entry = {"npu_id": npu}
+        for kind in ("health", "ecc"):
+            cmd = [path, "info", "-t", kind, "-i", str(npu)]
+            rc, out, err = run(cmd)
+            if rc != 0:
+                notes.append(f"NPU {npu}: {' '.join(cmd[1:])} failed (rc={rc}): "
+                             f"{(err or out or 'no output').strip()[:300]}")
+                continue
+            try:
+                if kind == "health":
+                    entry.update(parse_npu_smi_health(out))
+                else:
+                    entry["ecc"] = parse_npu_smi_ecc(out)
+            except NpuSmiFormatError as exc:
+                problems.append(f"NPU {npu}: {exc}")
+        if entry.get("health") and str(entry["health"]).upper() != "OK":
+            code = ", ".join(v for v in (entry.get("error_code"), entry.get("error_info")) if v)
+            problems.append(f"NPU {npu}: health {entry['health']}" + (f" (error {code})" if code else "")
+                            + " (npu-smi info -t health)")
+        problems.extend(f"NPU {npu} {finding} (npu-smi info -t ecc)"
+                        for finding in ecc_problems(entry.get("ecc") or [], max_isolated_pages, max_single_bit))
+        details.append(entry)
+    return details, problems, notes
+
+
+def read_pci(module):
+    """The NPUs the PCI bus shows (option pci_devices; None when not asked): by device id, not class."""
+    params = module.params
+    root = params.get("pci_devices")
+    if not root:
+        return None
+    ids = params.get("pci_device_ids")
+    try:
+        found = npu_functions(root, ids or None)
+    except ValueError as exc:
+        module.fail_json(msg=f"pci_device_ids: {exc}")
+    except PciReadError as exc:
+        return {"path": root, "npus": [], "other_huawei": [], "count": 0, "error": str(exc)}
+    return dict(found, path=root, count=len(found["npus"]), error=None)
 
 
 class NpuInfo:

@@ -601,3 +601,104 @@ def parse_npu_smi_chip_values(text, what="usages"):
     result["chips"] = [dict(c) for c in chips]
     result["mcu"] = dict(mcu) if mcu is not None else None
     return result
+
+
+# ------------------------------------------------------------------ -t health / -t ecc
+# Both as MindCluster Ascend FaultDiag's user guide shows them ("Collecting Logs Before Training and
+# Inference", Ascend/mind-cluster docs/.../faultdiag/user_guide.md): ``key : value`` lines, read by
+# field name.
+#   npu-smi info -i 0 -c 0 -t health     Health Status : OK / Error Code : NA / Error Information : NA
+#   npu-smi info -i 0 -t ecc             NPU ID : 0 / Chip Count : 1 / DDR ... / HBM Single Bit Error
+#                                        Count : 0 / ... / HBM Double Bit Isolated Pages Count : 0 /
+#                                        Chip ID : 0 (one block per chip)
+
+def _key_values(text):
+    """``[(key, value)]`` of the ``key : value`` lines (keys as printed, stripped)."""
+    out = []
+    for line in (text or "").splitlines():
+        m = _KV_RE.match(line)
+        if m and m.group(1):
+            out.append((m.group(1), m.group(2)))
+    return out
+
+
+def _first_line(text):
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return lines[0] if lines else "(no output)"
+
+
+def parse_npu_smi_health(text):
+    """``npu-smi info -t health -i <npu> [-c <chip>]`` -> ``{"health", "error_code", "error_info"}``:
+    ``health`` as printed (``OK``, ``Warning``, ``Alarm``, ``Critical``), the error fields None where
+    ``NA``. Some versions print ``Health`` instead of ``Health Status``. No health line is an error
+    showing the first line and the output."""
+    fields = {k.lower(): v for k, v in _key_values(text)}
+    health = fields.get("health status", fields.get("health"))
+    if not health or not _HEALTH_RE.match(health):
+        raise NpuSmiFormatError(f"npu-smi info -t health: no 'Health Status : <word>' line (first line "
+                                f"{_first_line(text)!r}); output: {(text or '').strip()[:600]!r}")
+
+    def _na(value):
+        return None if value in (None, "") or value.upper() == "NA" else value
+
+    return {"health": health, "error_code": _na(fields.get("error code")),
+            "error_info": _na(fields.get("error information"))}
+
+
+_ECC_KEYS = {
+    "hbm single bit error count": "hbm_single_bit_errors",
+    "hbm double bit error count": "hbm_double_bit_errors",
+    "hbm single bit aggregate total err cnt": "hbm_single_bit_total",
+    "hbm double bit aggregate total err cnt": "hbm_double_bit_total",
+    "hbm single bit isolated pages count": "hbm_single_bit_isolated_pages",
+    "hbm double bit isolated pages count": "hbm_double_bit_isolated_pages",
+    "ddr single bit error count": "ddr_single_bit_errors",
+    "ddr double bit error count": "ddr_double_bit_errors",
+    "ddr single bit isolated pages count": "ddr_single_bit_isolated_pages",
+    "ddr double bit isolated pages count": "ddr_double_bit_isolated_pages",
+}
+
+
+def parse_npu_smi_ecc(text):
+    """``npu-smi info -t ecc -i <npu>`` -> one dict per chip: ``chip_id`` and the counts of _ECC_KEYS
+    that the output has (ints). The chip's counts come before its ``Chip ID`` line. A count that is no
+    number, or an output without any HBM count, is an error naming the line."""
+    chips, current = [], {}
+    for key, value in _key_values(text):
+        name = key.lower()
+        if name == "chip id":
+            current["chip_id"] = int(value) if value.isdigit() else value
+            chips.append(current)
+            current = {}
+        elif name in _ECC_KEYS:
+            if not value.isdigit():
+                raise NpuSmiFormatError(f"npu-smi info -t ecc: could not read the line {key + ' : ' + value!r} "
+                                        "(expected a count)")
+            current[_ECC_KEYS[name]] = int(value)
+    if current:
+        chips.append(dict(current, chip_id=None))
+    if not any(k.startswith("hbm_") for c in chips for k in c):
+        raise NpuSmiFormatError(f"npu-smi info -t ecc: no HBM error count line (first line {_first_line(text)!r}); "
+                                f"output: {(text or '').strip()[:600]!r}")
+    return chips
+
+
+def ecc_problems(chips, max_isolated_pages=0, max_single_bit=-1):
+    """What in ``parse_npu_smi_ecc``'s chips makes an NPU unfit to train: any HBM double-bit (uncorrectable)
+    error, more isolated HBM pages (single- and double-bit together) than ``max_isolated_pages``, more
+    single-bit errors than ``max_single_bit`` (a negative limit: not judged). One sentence per finding."""
+    out = []
+    for chip in chips:
+        where = f"chip {chip.get('chip_id')}"
+        if chip.get("hbm_double_bit_errors"):
+            out.append(f"{where}: {chip['hbm_double_bit_errors']} HBM double-bit (uncorrectable) ECC errors")
+        pages = sum(chip.get(k) or 0 for k in ("hbm_single_bit_isolated_pages", "hbm_double_bit_isolated_pages"))
+        if max_isolated_pages >= 0 and pages > max_isolated_pages:
+            single_pages = chip.get("hbm_single_bit_isolated_pages") or 0
+            double_pages = chip.get("hbm_double_bit_isolated_pages") or 0
+            out.append(f"{where}: {pages} HBM pages isolated (single-bit {single_pages}, double-bit {double_pages}; "
+                       f"more than {max_isolated_pages})")
+        single = chip.get("hbm_single_bit_errors")
+        if single is not None and max_single_bit >= 0 and single > max_single_bit:
+            out.append(f"{where}: {single} HBM single-bit ECC errors (more than {max_single_bit})")
+    return out

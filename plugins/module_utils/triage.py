@@ -24,8 +24,10 @@ import re
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_errors import LAYERS, explain, find_codes
 from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import (
     HccnError,
+    health_ok,
     parse_link,
     parse_net_health,
+    parse_netdetect,
 )
 from ansible_collections.ascendops.cluster.plugins.module_utils.npu_smi import (
     NpuSmiFormatError,
@@ -151,9 +153,17 @@ def state_signals(node, data):
             health = parse_net_health(nic.get("net_health") or "")
         except HccnError:
             health = None
-        if health and health != "Success" and link == "UP":
+        # Init is normal where the port has no net-detect address (nothing to probe; a bundle from before
+        # the address was collected has none either): only a port that has one, or any other value, is
+        # unhealthy (hccn_tool.health_ok, the RoCE stage's rule).
+        try:
+            netdetect = parse_netdetect(nic.get("netdetect") or "")
+        except HccnError:
+            netdetect = None
+        if health and link == "UP" and not health_ok(health, netdetect):
             out.append({"layer": "device_network", "kind": "device NIC unhealthy",
-                        "detail": f"NPU {dev}: net health {health}"})
+                        "detail": f"NPU {dev}: net health {health}"
+                                  + (f" (net-detect address {netdetect})" if netdetect else "")})
     status = _status(data.get("status"))
     if status.get("state") == "failed":
         out.append({"layer": "trainer", "kind": "job failed",

@@ -10,7 +10,7 @@ module: ascend_collect
 short_description: Collect one NPU node's support bundle (vendor tool outputs, logs, versions), secrets redacted
 version_added: "0.1.0"
 description:
-  - Runs what the vendor's support asks for on one node, C(npu-smi info), C(hccn_tool) link, health,
+  - Runs what the vendor's support asks for on one node, C(npu-smi info), C(hccn_tool) link, health, net-detect address,
     statistics and address of every device NIC, the training unit's journal and state, the kernel
     log and C(msnpureport) where the driver ships it, and copies the version records, the job's
     files and the driver's and CANN's log directories into one C(tar.gz) (mode 0600).
@@ -131,7 +131,7 @@ index:
   type: dict
 triage:
   description:
-    - C(npu_smi_info), C(hccn) (per device C(link), C(net_health) outputs), C(journal) and C(kernel)
+    - C(npu_smi_info), C(hccn) (per device C(link), C(net_health), C(netdetect) outputs), C(journal) and C(kernel)
       (last lines, ISO timestamps), C(status) (the status file), C(unit_state) (C(ActiveState/SubState)).
   returned: always
   type: dict

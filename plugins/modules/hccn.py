@@ -191,6 +191,7 @@ devices:
       mode, as it is) in the shape of M(ascendops.cluster.hccn_info)'s C(devices).
     - "C(speed_mbps) is null where hccn_tool prints C(Speed: Unknown!); C(qos_link_down=true) where the
       port refused the QoS reads (link down)."
+    - C(optical), C(link_stat) and their C(_error) keys as in M(ascendops.cluster.hccn_info).
   returned: with O(ports) and O(status)
   type: list
   elements: dict

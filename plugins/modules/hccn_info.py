@@ -77,6 +77,11 @@ devices:
   description:
     - One entry per device, in the order asked (none with O(status=false)).
     - "C(speed_mbps) is null where hccn_tool prints C(Speed: Unknown!) (a port without a link)."
+    - C(optical) is C(hccn_tool -optical -g) read (C(present), C(tx_power_mw) and C(rx_power_mw) per lane, the
+      module's C(tx_power_low_mw) / C(rx_power_low_mw), C(tx_los), C(rx_los)) and C(link_stat) is
+      C(hccn_tool -link_stat -g) read (C(up_count), C(down_count), C(downs_ago_s) - seconds before the tool's
+      current time of each recorded link-down); each null with the reason in C(optical_error) /
+      C(link_stat_error) where the tool refused the read or its output could not be read.
   returned: always
   type: list
   elements: dict
@@ -90,7 +95,12 @@ devices:
       tls: false
       link: UP
       health: Success
-      speed_mbps: 100000
+      speed_mbps: 200000
+      optical: {present: true, tx_power_mw: [4.4035], rx_power_mw: [1.0189], tx_power_low_mw: 0.2818,
+                rx_power_low_mw: 0.1445, tx_los: "0x0", rx_los: "0x0"}
+      optical_error: null
+      link_stat: {up_count: 2, down_count: null, downs_ago_s: [63378]}
+      link_stat_error: null
 pings:
   description:
     - One entry per ping asked (the entry's own keys, plus the result).

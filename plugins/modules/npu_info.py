@@ -65,6 +65,39 @@ options:
       - A chip that does not answer fails the task, naming the command.
     type: bool
     default: false
+  pci_devices:
+    description:
+      - Also count the NPUs on the PCI bus (works before any driver is installed) - this sysfs-shaped
+        directory of PCI functions (C(/sys/bus/pci/devices)), each with C(vendor) and C(device) files.
+      - An NPU is a Huawei function (vendor C(0x19e5)) whose device id is in O(pci_device_ids); the PCI
+        class is not used (a Kunpeng 920 shows its ZIP, SEC and HPRE engines in the NPUs' class C(0x1200)).
+      - Not set - RV(pci) is null.
+    type: path
+  pci_device_ids:
+    description:
+      - The PCI device ids that are NPUs, for O(pci_devices).
+      - Default C(0xd802) (910B, as Huawei's guides count them), C(0xd803) (Atlas A3, Ascend 910_93) and
+        C(0xd500) (310P).
+    type: list
+    elements: str
+  health_checks:
+    description:
+      - Also read each NPU's own health record and HBM ECC counts (C(npu-smi info -t health -i N),
+        C(npu-smi info -t ecc -i N)) and judge them into RV(health_checks).
+    type: bool
+    default: false
+  ecc_max_isolated_pages:
+    description:
+      - With O(health_checks) - isolated HBM pages (single- and double-bit together) a chip may have; more
+        is a problem. Negative - not judged. HBM double-bit (uncorrectable) errors are always a problem.
+    type: int
+    default: 0
+  ecc_max_single_bit_errors:
+    description:
+      - With O(health_checks) - HBM single-bit (corrected) ECC errors a chip may have; more is a problem.
+        Negative - not judged.
+    type: int
+    default: -1
 notes:
   - C(npu-smi) talks to the driver; a C(-8020) error means another process holds the devices.
 seealso:
@@ -268,6 +301,31 @@ reboot_reasons:
   returned: always
   type: list
   elements: str
+health_checks:
+  description:
+    - With O(health_checks) - C(details) (per NPU C(npu_id), C(health), C(error_code), C(error_info), C(ecc)
+      the chips' counts), C(problems) (one sentence per NPU and finding, naming the NPU; an output that
+      cannot be read is shown) and C(notes) (reads the tool refused). Empty lists without it.
+  returned: always
+  type: dict
+  sample:
+    details: [{npu_id: 0, health: OK, error_code: null, error_info: null, ecc: [{chip_id: 0}]}]
+    problems: ["NPU 3 chip 0: 2 HBM double-bit (uncorrectable) ECC errors (npu-smi info -t ecc)"]
+    notes: []
+pci:
+  description:
+    - With O(pci_devices) - the NPU functions on the PCI bus, by device id (null without it).
+    - C(npus) (C(bus_id), C(device), C(model)), C(count) (their number), C(other_huawei) (Huawei functions
+      that are not NPUs, C(bus_id), C(device), C(class)), C(path), C(error) (why the directory could not
+      be read, else null).
+  returned: always
+  type: dict
+  sample:
+    path: /sys/bus/pci/devices
+    count: 8
+    npus: [{bus_id: "0000:c1:00.0", device: "0xd802", model: 910B}]
+    other_huawei: [{bus_id: "0000:75:00.0", device: "0xa250", class: "0x120000"}]
+    error: null
 ansible_facts:
   description: The same data under C(ascend_npu).
   returned: always
@@ -290,6 +348,11 @@ def main():
             install_info=dict(type="path", default=DEFAULT_INSTALL_INFO),
             upgrade_tool=dict(type="path"),
             spod_info=dict(type="bool", default=False),
+            pci_devices=dict(type="path"),
+            pci_device_ids=dict(type="list", elements="str"),
+            health_checks=dict(type="bool", default=False),
+            ecc_max_isolated_pages=dict(type="int", default=0),
+            ecc_max_single_bit_errors=dict(type="int", default=-1),
         ),
         supports_check_mode=True,
     )

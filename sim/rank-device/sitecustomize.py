@@ -7,8 +7,9 @@ open) would report every NPU idle. inventories/sim mounts this directory into th
 and puts it on ``PYTHONPATH``; Python imports ``sitecustomize`` at start-up, and a process with
 ``LOCAL_RANK`` (each rank torchrun starts) opens its device with ``O_PATH`` (the simulated device nodes
 have no driver behind them; a path descriptor is all the busy rule reads) and keeps it for its life.
-Its device: the ``LOCAL_RANK``-th of ``ASCEND_RT_VISIBLE_DEVICES`` when set, else of the
-``/dev/davinciN`` the container has, as torch_npu numbers visible devices. Forked children (data
+Its device: the ``LOCAL_RANK``-th of the ``/dev/davinciN`` the container has, in ascending order, as
+CANN numbers visible devices (0..n-1); ``ASCEND_RT_VISIBLE_DEVICES``, when set, picks among those by
+that number (logical ids, as aclrtSetDevice takes them), not by host id. Forked children (data
 loader workers) close it: the rank holds the device, not its helpers. Anything unexpected: nothing is
 held and nothing is said (the job must never fail because of this stand-in).
 """
@@ -24,7 +25,7 @@ def _visible(env, dev_dir="/dev"):
     ids = sorted(int(n[7:]) for n in os.listdir(dev_dir) if re.match(r"^davinci\d+$", n))
     wanted = env.get("ASCEND_RT_VISIBLE_DEVICES", "").strip()
     if wanted:
-        ids = [int(i) for i in wanted.split(",") if i.strip().isdigit() and int(i) in ids]
+        ids = [ids[int(i)] for i in wanted.split(",") if i.strip().isdigit() and int(i) < len(ids)]
     return ids
 
 

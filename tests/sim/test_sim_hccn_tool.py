@@ -28,7 +28,7 @@ def test_set_and_get_strings(booted_node):
     assert out(h("-i", "0", "-gateway", "-g")) == "default gateway:29.1.0.1, Iface:eth0\n"
     assert out(h("-i", "0", "-link", "-g")) == "link status: UP\n"
     assert out(h("-i", "0", "-net_health", "-g")) == "net health status: Success\n"
-    assert out(h("-i", "0", "-speed", "-g")) == "Speed: 100000 Mb/s\n"
+    assert out(h("-i", "0", "-speed", "-g")) == "Speed: 200000 Mb/s\n"
     # TLS is on by default (vendor default); multi-node jobs need it off on every device.
     assert out(h("-i", "1", "-tls", "-g")).startswith("dev_id:1, tls switch[1](0:disable, 1:enable), ")
     assert out(h("-i", "1", "-tls", "-s", "enable", "0")) == OK + "\n"
@@ -285,8 +285,41 @@ def test_a_down_port_refuses_qos_reads_and_prints_speed_unknown(booted_node):
     assert out(h("-i", "1", "-speed", "-g")) == VENDOR["speed_unknown"]["text"]
     assert out(h("-i", "1", "-link", "-g")) == "link status: DOWN\n"
     # the other port is untouched
-    assert out(h("-i", "0", "-speed", "-g")) == "Speed: 100000 Mb/s\n"
+    assert out(h("-i", "0", "-speed", "-g")) == "Speed: 200000 Mb/s\n"
     assert out(h("-i", "0", "-pfc", "-g")).startswith("PFC configuration:\n")
     booted_node.sim("fault", "clear")
-    assert out(h("-i", "1", "-speed", "-g")) == "Speed: 100000 Mb/s\n"
+    assert out(h("-i", "1", "-speed", "-g")) == "Speed: 200000 Mb/s\n"
     assert out(h("-i", "1", "-pfc", "-g")).startswith("PFC configuration:\n")
+
+
+def test_optics_and_link_history_print_the_vendor_texts(booted_node):
+    """`-optical -g` is the guide's text on a working port (fixtures/hccn_tool/outputs.json); a down port
+    receives no light; `-link_stat -g` has the guide's lines and records the changes faults make."""
+    h = booted_node.hccn
+    assert out(h("-i", "0", "-optical", "-g")) == VENDOR["optical_get"]["text"]
+    lines = out(h("-i", "1", "-link_stat", "-g")).splitlines()
+    assert [ln.split(":")[0] for ln in lines] == ["[device 1]current time        ", "[device 1]link up count       ",
+                                                  "[device 1]link change records "]
+    assert lines[1].endswith(": 1")
+    assert booted_node.sim("fault", "link", "1", "down").returncode == 0
+    assert "Rx Power             : 0.0000 mW\n" in out(h("-i", "1", "-optical", "-g"))
+    assert booted_node.sim("fault", "link", "1", "up").returncode == 0
+    text = out(h("-i", "1", "-link_stat", "-g"))
+    records = text.splitlines()[3:]  # newest first, as the guide prints them
+    assert text.splitlines()[1].endswith(": 2") and [r.split()[-1] for r in records] == ["UP", "DOWN"]
+
+
+def test_optics_and_link_history_read_by_the_collections_parsers(booted_node):
+    from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import (
+        link_flaps,
+        optical_problems,
+        parse_link_stat,
+        parse_optical,
+    )
+
+    h = booted_node.hccn
+    assert optical_problems(parse_optical(out(h("-i", "0", "-optical", "-g")))) == []
+    assert booted_node.sim("fault", "link", "0", "down").returncode == 0
+    assert optical_problems(parse_optical(out(h("-i", "0", "-optical", "-g"))))[0].startswith(
+        "the optical module receives 0 mW")
+    assert link_flaps(parse_link_stat(out(h("-i", "0", "-link_stat", "-g"))), 3600) == 1

@@ -381,3 +381,30 @@ def test_usages_before_first_boot_is_8005(node, packages):
     node.p("/dev/davinci_manager").unlink(missing_ok=True)
     r = node.npu_smi("info", "-t", "usages", "-i", "0")
     assert r.returncode == 1 and r.stdout.strip() == DCMI_8005
+
+
+def test_health_and_ecc_print_the_guides_layout_and_follow_faults(booted_node):
+    """`npu-smi info -t health|ecc -i N` as MindCluster FaultDiag's guide prints them
+    (tests/unit/plugins/fixtures/npu_smi_health.txt, npu_smi_ecc.txt), read by the collection's parsers."""
+    from pathlib import Path
+
+    from ansible_collections.ascendops.cluster.plugins.module_utils.npu_smi import (
+        ecc_problems,
+        parse_npu_smi_ecc,
+        parse_npu_smi_health,
+    )
+
+    fixtures = Path(__file__).resolve().parents[1] / "unit" / "plugins" / "fixtures"
+    r = booted_node.npu_smi("info", "-t", "health", "-i", "0")
+    assert r.returncode == 0 and r.stdout == (fixtures / "npu_smi_health.txt").read_text()
+    r = booted_node.npu_smi("info", "-t", "ecc", "-i", "0")
+    assert r.returncode == 0 and r.stdout == (fixtures / "npu_smi_ecc.txt").read_text()
+    assert booted_node.sim("fault", "health", "1", "Alarm").returncode == 0
+    assert booted_node.sim("fault", "ecc", "1", "2", "4").returncode == 0
+    assert parse_npu_smi_health(booted_node.npu_smi("info", "-t", "health", "-i", "1").stdout)["health"] == "Alarm"
+    assert ecc_problems(parse_npu_smi_ecc(booted_node.npu_smi("info", "-t", "ecc", "-i", "1").stdout)) == [
+        "chip 0: 2 HBM double-bit (uncorrectable) ECC errors",
+        "chip 0: 4 HBM pages isolated (single-bit 0, double-bit 4; more than 0)"]
+    assert booted_node.sim("fault", "clear").returncode == 0
+    assert ecc_problems(parse_npu_smi_ecc(booted_node.npu_smi("info", "-t", "ecc", "-i", "1").stdout)) == []
+    assert booted_node.npu_smi("info", "-t", "ecc", "-i", "9").returncode == 1

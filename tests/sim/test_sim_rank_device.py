@@ -38,9 +38,15 @@ def test_a_rank_holds_the_local_rank_th_visible_device(shim, dev):
     assert shim.hold({"LOCAL_RANK": "0"}, str(dev)) == fd  # held once, for the process's life
 
 
-def test_ascend_rt_visible_devices_orders_them(shim, dev):
-    fd = shim.hold({"LOCAL_RANK": "0", "ASCEND_RT_VISIBLE_DEVICES": "3,1"}, str(dev))
+def test_ascend_rt_visible_devices_picks_by_logical_id(shim, dev):
+    # the container has davinci1 and davinci3, logical 0 and 1: "1,0" puts davinci3 first; a host id
+    # the container has no logical number for (3) names nothing
+    fd = shim.hold({"LOCAL_RANK": "0", "ASCEND_RT_VISIBLE_DEVICES": "1,0"}, str(dev))
     assert _target(fd) == str(dev / "davinci3")
+
+
+def test_ascend_rt_visible_devices_of_host_ids_name_nothing_in_the_container(shim, dev):
+    assert shim.hold({"LOCAL_RANK": "0", "ASCEND_RT_VISIBLE_DEVICES": "3"}, str(dev)) is None
 
 
 @pytest.mark.parametrize("env", [{}, {"LOCAL_RANK": "2"}, {"LOCAL_RANK": "x"}])

@@ -118,18 +118,26 @@ def parse_device_list(text: str, name: str = "device list") -> list[int]:
     return out
 
 
+# The host NPU ids a container was given, in the order it sees them (logical 0..n-1): the Ascend container
+# runtime's variable, then the launch stage's (devices passed as --device, no runtime involved).
+CONTAINER_DEVICE_VARS = ("ASCEND_VISIBLE_DEVICES", "ASCENDOPS_HOST_DEVICES")
+
+
 def visible_devices(env: dict[str, str]) -> list[int] | None:
     """Physical device ids behind local indices 0..n-1, or None when nothing restricts them.
 
-    Two layers can renumber devices: the Ascend container runtime (ASCEND_VISIBLE_DEVICES: the host's
-    NPUs given to the container, seen inside as 0..n-1) and ASCEND_RT_VISIBLE_DEVICES (the runtime's
-    own mask, over what the process can see). The rank table names physical (host) device ids.
+    Two layers can renumber devices: the container (the host's NPUs given to it, seen inside as logical
+    devices 0..n-1 in ascending host order: ASCEND_VISIBLE_DEVICES where the Ascend container runtime
+    mounts them, ASCENDOPS_HOST_DEVICES where the launch stage passes them as --device /dev/davinciN)
+    and ASCEND_RT_VISIBLE_DEVICES (CANN's own mask, logical ids over what the process can see). The
+    rank table names physical (host) device ids.
     """
-    container = env.get("ASCEND_VISIBLE_DEVICES")
+    name = next((k for k in CONTAINER_DEVICE_VARS if env.get(k)), None)
+    container = env.get(name) if name else None
     rt = env.get("ASCEND_RT_VISIBLE_DEVICES")
     if not container and not rt:
         return None
-    phys = parse_device_list(container, "ASCEND_VISIBLE_DEVICES") if container else None
+    phys = sorted(set(parse_device_list(container, name))) if container else None
     if rt:
         local = parse_device_list(rt, "ASCEND_RT_VISIBLE_DEVICES")
         if phys is None:
@@ -137,7 +145,7 @@ def visible_devices(env: dict[str, str]) -> list[int] | None:
         bad = [i for i in local if i >= len(phys)]
         if bad:
             raise RankTableError(f"ASCEND_RT_VISIBLE_DEVICES={rt} names device(s) {bad} but the container has only "
-                                 f"{len(phys)} NPUs (ASCEND_VISIBLE_DEVICES={container})")
+                                 f"{len(phys)} NPUs ({name}={container}; inside, devices are numbered from 0)")
         return [phys[i] for i in local]
     return phys
 
@@ -180,7 +188,7 @@ def check_rank_table(servers: list[dict], launch: LaunchInfo, env: dict[str, str
         raise RankTableError(
             f"{source}: rank {launch.rank} is device {dev['device_id']} on server {server['server_id']}, "
             f"but this process (LOCAL_RANK={launch.local_rank}) would use device {physical}"
-            + (" (" + ", ".join(f"{k}={env[k]}" for k in ("ASCEND_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES")
+            + (" (" + ", ".join(f"{k}={env[k]}" for k in (*CONTAINER_DEVICE_VARS, "ASCEND_RT_VISIBLE_DEVICES")
                                  if env.get(k)) + ")" if vis else ""))
     if_ip = env.get("HCCL_IF_IP")
     if if_ip and if_ip not in (server["host_ip"], server["server_id"]):
@@ -366,7 +374,7 @@ def check_visible_devices(launch: LaunchInfo, env: dict[str, str] | None = None)
     if vis is None:
         return None
     if launch.local_world_size > len(vis):
-        names = ", ".join(f"{k}={env[k]}" for k in ("ASCEND_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES")
+        names = ", ".join(f"{k}={env[k]}" for k in (*CONTAINER_DEVICE_VARS, "ASCEND_RT_VISIBLE_DEVICES")
                           if env.get(k))
         raise ConfigError(f"torchrun starts {launch.local_world_size} processes on this node (--nproc_per_node) but "
                           f"only {len(vis)} NPUs are visible ({names}); launch --nproc_per_node {len(vis)}")
@@ -397,7 +405,7 @@ def start_process_group(requested_device: str = "auto", timeout_s: int = 1800):
     mod = device_module(device_type)
     if mod is not None:
         if device_type == "npu":
-            check_visible_devices(launch)  # local index LOCAL_RANK among ASCEND_RT_VISIBLE_DEVICES
+            check_visible_devices(launch)  # local index LOCAL_RANK among the visible devices
         mod.set_device(launch.local_rank)
         device = torch.device(device_type, launch.local_rank)
     else:

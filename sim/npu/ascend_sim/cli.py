@@ -7,6 +7,7 @@ There is no vendor counterpart; it stands for what the physical machine does (po
   ascend-sim fault link <npu> <up|down>
   ascend-sim fault hccn-busy [count]           (default 1)
   ascend-sim fault tls-certs <npu> <present|absent>
+  ascend-sim fault ecc <npu> <double-bit errors> [isolated pages]
   ascend-sim fault clear
   ascend-sim hardware [--npus N] [--model 910B1..910B4] [--hbm-mb MB]
                       [--nic-interface IF|none] [--factory-firmware V]
@@ -17,6 +18,7 @@ There is no vendor counterpart; it stands for what the physical machine does (po
 import argparse
 import json
 import sys
+import time
 
 from . import boot, events, hardware, installinfo, netcfg, paths, pci, state
 
@@ -41,7 +43,11 @@ def _parser() -> argparse.ArgumentParser:
     certs = fsub.add_parser("tls-certs", help="whether one NPU has preset TLS certificates")
     certs.add_argument("npu", type=int)
     certs.add_argument("status", choices=["present", "absent"])
-    fsub.add_parser("clear", help="all NPUs healthy, links up, no busy hccn_tool")
+    ecc = fsub.add_parser("ecc", help="HBM ECC counts of one NPU (npu-smi info -t ecc)")
+    ecc.add_argument("npu", type=int)
+    ecc.add_argument("double_bit", type=int)
+    ecc.add_argument("isolated_pages", type=int, nargs="?", default=0)
+    fsub.add_parser("clear", help="all NPUs healthy, links up, no ECC errors, no busy hccn_tool")
     hw = sub.add_parser("hardware", help="write /etc/ascend-sim/hardware.json")
     hw.add_argument("--npus", type=int)
     hw.add_argument("--model", choices=hardware.MODELS)
@@ -61,6 +67,9 @@ def _check_npu(npu: int, hw: dict) -> None:
 def _link(npu_id: int, status: str, hw: dict) -> None:
     with state.update() as st:
         npu = st["npus"][str(npu_id)]
+        if npu["link"] != status:
+            # the port's link history (hccn_tool -link_stat -g): the last changes, oldest first
+            npu["link_changes"] = (npu.get("link_changes") or [])[-19:] + [[int(time.time()), status.upper()]]
         npu["link"] = status
         ip, mask = npu["ipaddr"], npu["netmask"]
     # A downed port must also stop answering pings from other nodes.
@@ -90,6 +99,13 @@ def _fault(args) -> None:
         with state.update() as st:
             st["npus"][str(args.npu)]["tls_certs"] = args.status == "present"
         events.log_event(f"fault tls-certs {args.npu} {args.status}")
+    elif args.fault == "ecc":
+        _check_npu(args.npu, hw)
+        if args.double_bit < 0 or args.isolated_pages < 0:
+            raise SystemExit("ascend-sim: ECC counts must be >= 0")
+        with state.update() as st:
+            st["npus"][str(args.npu)]["ecc"] = {"double_bit": args.double_bit, "isolated_pages": args.isolated_pages}
+        events.log_event(f"fault ecc {args.npu} {args.double_bit} {args.isolated_pages}")
     elif args.fault == "hccn-busy":
         if args.count < 0:
             raise SystemExit("ascend-sim: count must be >= 0")
@@ -104,6 +120,7 @@ def _fault(args) -> None:
             for npu in st["npus"].values():
                 npu["health"] = "OK"
                 npu["link"] = "up"
+                npu.pop("ecc", None)
             st["hccn_busy"] = 0
         events.log_event("fault clear")
 

@@ -2,7 +2,8 @@
 
 Supported (``hccn_tool -i N ...``): ``-ip -s address A netmask M``, ``-ip -g``, ``-netdetect -s
 address D``, ``-netdetect -g``, ``-gateway -s gateway G``, ``-gateway -g``, ``-tls -s enable 0|1``,
-``-tls -g``, ``-link -g``, ``-net_health -g``, ``-speed -g``, ``-ping -g address X [pkt N]``,
+``-tls -g``, ``-link -g``, ``-net_health -g``, ``-speed -g``, ``-optical -g``, ``-link_stat -g``,
+``-ping -g address X [pkt N]``,
 ``-dscp_to_tc -s dscp D tc T`` / ``-dscp_to_tc -g [dscp D]``, ``-prio_tc -g``, ``-pfc -s priority
 p0,...,p7`` / ``-pfc -g``, ``-mtu -s size N`` / ``-mtu -g``; and ``hccn_tool -a -cfg recovery``,
 which re-applies ``/etc/hccn.conf`` to every device (as a boot does).
@@ -22,6 +23,7 @@ same failure for the next ``count`` calls. Callers must serialise per node and r
 
 import fcntl
 import os
+import time
 
 from . import netcfg, paths, state
 from .boot import apply_hccn_conf
@@ -30,7 +32,8 @@ from .devices import open_dcmi
 OK = "Cmd executed successfully!"
 NO_CERT = "No certificate found, please set certs firstly!"
 BUSY = "hccn_tool is busy, please try again"
-SPEED = "Speed: 100000 Mb/s"
+# 200G ports on Atlas 800T A2 (facts, third round: a third-party fault-injection report on 910B nodes)
+SPEED = "Speed: 200000 Mb/s"
 # Real 910B ports without a link (facts, third round; MindCluster's own hccn_tool wrapper handles it)
 SPEED_UNKNOWN = "Speed: Unknown!"
 # A QoS read (-prio_tc -g / -pfc -g) on a port whose link is down: real 910B nodes exit non-zero with
@@ -48,7 +51,7 @@ USAGE = """Usage: hccn_tool -i <device_id> <command> [-s|-g] [key value ...]
   -prio_tc -g
   -pfc -s priority <p0,...,p7>        | -pfc -g
   -mtu -s size <68-9702>             | -mtu -g
-  -link -g | -net_health -g | -speed -g
+  -link -g | -net_health -g | -speed -g | -optical -g | -link_stat -g
   -ping -g address <ip> [pkt <count>]
 hccn_tool -a -cfg recovery"""
 
@@ -64,6 +67,8 @@ _SPEC = {
     ("-link", "-g"): (),
     ("-net_health", "-g"): (),
     ("-speed", "-g"): (),
+    ("-optical", "-g"): (),
+    ("-link_stat", "-g"): (),
     ("-ping", "-g"): ("address",),
     ("-dscp_to_tc", "-s"): ("dscp", "tc"),
     ("-dscp_to_tc", "-g"): (),
@@ -125,6 +130,45 @@ def net_health(hw: dict, npu: dict) -> str:
     else:
         reachable = netcfg.same_subnet(npu["ipaddr"], npu["netmask"], npu["netdetect"])
     return "Success" if reachable else "Fault"
+
+
+# `-optical -g` as MindCluster Ascend FaultDiag's user guide prints it ("Collecting Logs Before Training and
+# Inference"; its sample elides lines with "..."): a working module's values; a port whose link is down
+# (a pulled or broken fibre) receives no light.
+OPTICAL = """optical info:
+present              : present
+Tx Power             : 4.4035 mW
+Rx Power             : {rx} mW
+Vcc High Thres       : 3465.00 mV
+Vcc Low Thres        : 3135.00 mV
+Temp High Thres      : 70 C
+Temp Low Thres       : 0 C
+TxPower High Thres   : 3.5481 mW
+TxPower Low Thres    : 0.2818 mW
+RxPower High Thres   : 3.5481 mW
+RxPower Low Thres    : 0.1445 mW
+Tx Bias              : 7.9360 mA
+Tx Los Flag          : 0x0
+Rx Los Flag          : {los}
+Tx LoL Flag          : 0x0
+Rx LoL Flag          : {los}"""
+
+
+def optical(npu: dict) -> str:
+    up = npu["link"] == "up"
+    return OPTICAL.format(rx="1.0189" if up else "0.0000", los="0x0" if up else "0xff")
+
+
+def link_stat(device: int, npu: dict) -> str:
+    """`-link_stat -g` as the same guide prints it: the current time, the link-up count and the recorded
+    changes, newest first (the simulator records the changes `ascend-sim fault link` makes)."""
+    changes = npu.get("link_changes") or []
+    fmt = "%a %b %e %H:%M:%S %Y"
+    lines = [f"[device {device}]current time        : {time.strftime(fmt)}",
+             f"[device {device}]link up count       : {1 + sum(1 for _t, s in changes if s == 'UP')}",
+             f"[device {device}]link change records :"]
+    lines += [f"[device {device}]    {time.strftime(fmt, time.localtime(t))}    LINK {s}" for t, s in reversed(changes)]
+    return "\n".join(lines)
 
 
 def ping(hw: dict, st: dict, device: int, target: str, count: int) -> str:
@@ -256,6 +300,10 @@ def _get(hw: dict, st: dict, device: int, cmd: str, params: dict) -> tuple[int, 
         return 0, f"net health status: {net_health(hw, npu)}"
     if cmd == "-speed":
         return 0, SPEED if npu["link"] == "up" else SPEED_UNKNOWN
+    if cmd == "-optical":
+        return 0, optical(npu)
+    if cmd == "-link_stat":
+        return 0, link_stat(device, npu)
     if cmd == "-ping":
         target = params["address"]
         if not netcfg.valid_ip(target):

@@ -1,7 +1,9 @@
 """SIMULATION ONLY - not Huawei software. Stand-in for ``npu-smi`` (Ascend 910B).
 
 Supported: ``npu-smi info`` (the 910B table: two lines per NPU, then the process table),
-``npu-smi info -l``, ``npu-smi info -t topo``, ``npu-smi info -t usages|common -i <id> [-c 0]`` (the 910B
+``npu-smi info -l``, ``npu-smi info -t topo``, ``npu-smi info -t health|ecc -i <id> [-c 0]`` (MindCluster
+FaultDiag's guide: ``Health Status``, ``Error Code``, ``Error Information``; the ECC counts),
+``npu-smi info -t usages|common -i <id> [-c 0]`` (the 910B
 ``Key : Value`` layouts, values from the simulated load: an NPU whose ``/dev/davinciN`` a process holds is
 busy) and ``npu-smi info -t spod-info -i <id> -c <chip>``
 (the Atlas A3 super-pod identity: ``SDID``, ``Super Pod Size``, ``Super Pod ID``, ``Server Index``;
@@ -27,13 +29,15 @@ HEADER_2 = "| Chip                      | Bus-Id        | AICore(%)   Memory-Usa
 _DAVINCI_PATH = re.compile(r"/dev/davinci(\d+)$")
 PROC_HEADER = "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |"
 
-USAGE = """Usage: npu-smi info [-l | -t topo | -t usages|common -i <id> [-c <chip_id>]
+USAGE = """Usage: npu-smi info [-l | -t topo | -t usages|common|health|ecc -i <id> [-c <chip_id>]
                      | -t spod-info -i <id> -c <chip_id>]
   info            Show the NPU summary table.
   info -l         Show the NPU list.
   info -t topo    Show the topology between NPUs.
   info -t usages -i <id>    Show the usage rates of one NPU.
   info -t common -i <id>    Show the common information (usage, frequency, temperature, power) of one NPU.
+  info -t health -i <id>    Show the health of one NPU (status, error code).
+  info -t ecc -i <id>       Show the ECC error counts and isolated pages of one NPU.
   info -t spod-info -i <id> -c <chip_id>    Show the super pod information of one chip.
 (SIMULATION stand-in: other npu-smi commands are not simulated.)"""
 
@@ -106,8 +110,8 @@ def format_common(hw: dict, npu: int, holders: dict) -> str:
 
 
 def _device_query(argv: list[str]) -> tuple[str, int | None, str | None] | None:
-    """``info -t usages|common -i <id> [-c <chip>]`` -> (type, id, error); None when not such a query."""
-    if len(argv) < 3 or argv[1] != "-t" or argv[2] not in ("usages", "common"):
+    """``info -t usages|common|health|ecc -i <id> [-c <chip>]`` -> (type, id, error); None when not such a query."""
+    if len(argv) < 3 or argv[1] != "-t" or argv[2] not in ("usages", "common", "health", "ecc"):
         return None
     rest = argv[3:]
     if len(rest) not in (2, 4) or rest[0] != "-i" or (len(rest) == 4 and rest[2] != "-c"):
@@ -225,6 +229,35 @@ def format_topo(hw: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+# The NPU's health as MindCluster Ascend FaultDiag's user guide prints `npu-smi info -i 0 -c 0 -t health`
+# ("Collecting Logs Before Training and Inference"); the error code of an unhealthy NPU is assumed.
+ASSUMED_ERROR_CODE = "80E01801"
+
+
+def format_health(st: dict, npu: int) -> str:
+    health = st["npus"][str(npu)]["health"]
+    code, info = ("NA", "NA") if health == "OK" else (ASSUMED_ERROR_CODE, "node type=SOC, sensor type=Temperature")
+    return (f"        Health Status                  : {health}\n"
+            f"        Error Code                     : {code}\n"
+            f"        Error Information              : {info}\n")
+
+
+# `npu-smi info -i 0 -t ecc` as the same guide prints it; the counts are those injected with
+# `ascend-sim fault ecc <npu> <double-bit errors> [isolated pages]` (0 on a healthy NPU).
+def format_ecc(st: dict, npu: int) -> str:
+    ecc = st["npus"][str(npu)].get("ecc") or {}
+    rows = [("NPU ID", npu), ("Chip Count", 1), None,
+            ("DDR Single Bit Error Count", 0), ("DDR Double Bit Error Count", 0),
+            ("DDR Single Bit Aggregate Total Err Cnt", 0), ("DDR Double Bit Aggregate Total Err Cnt", 0),
+            ("DDR Single Bit Isolated Pages Count", 0), ("DDR Double Bit Isolated Pages Count", 0),
+            ("HBM Single Bit Error Count", 0), ("HBM Double Bit Error Count", ecc.get("double_bit", 0)),
+            ("HBM Single Bit Aggregate Total Err Cnt", 0),
+            ("HBM Double Bit Aggregate Total Err Cnt", ecc.get("double_bit", 0)),
+            ("HBM Single Bit Isolated Pages Count", 0),
+            ("HBM Double Bit Isolated Pages Count", ecc.get("isolated_pages", 0)), ("Chip ID", 0)]
+    return "".join("\n" if row is None else f"        {row[0]:<40} : {row[1]}\n" for row in rows)
+
+
 def format_spod_info(hw: dict, npu: int, chip: int) -> str:
     sdid = int(hw.get("server_index", 0)) * 65536 + npu * 2 + chip
     return (f"SDID                           : {sdid}\n"
@@ -265,7 +298,10 @@ def main(argv: list[str]) -> int:
         opened = open_dcmi(npu)
         if opened is None:
             return 1
-        hw, _st = opened
+        hw, st = opened
+        if kind in ("health", "ecc"):
+            sys.stdout.write(format_health(st, npu) if kind == "health" else format_ecc(st, npu))
+            return 0
         holders = npu_processes(hw["npu_count"])
         sys.stdout.write((format_usages if kind == "usages" else format_common)(hw, npu, holders))
         return 0

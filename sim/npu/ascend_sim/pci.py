@@ -8,6 +8,11 @@ shaped like ``/sys/bus/pci/devices/<bus id>/`` (files ``vendor``, ``device``, ``
 variable names (``npu_driver_pci_devices_path``, default ``/sys/bus/pci/devices``); the simulated
 inventories point it here. Written by ``ascend-sim hardware`` and at every ``ascend-sim boot``:
 the PCI view does not depend on any driver.
+
+Next to the NPUs it writes the functions a Kunpeng 920 host shows in the same vendor and class (its
+HiSilicon ZIP engines, device ``0xa250``, class ``0x120000``, one per socket; the Linux kernel's
+hisi_zip driver binds that id): a count by class would take them for NPUs, a count by the NPUs'
+device id (``0xd802`` on 910B, as Huawei's guides count them with ``lspci | grep d802``) does not.
 """
 
 import os
@@ -19,6 +24,8 @@ PCI_DEVICES = "/var/lib/ascend-sim/pci/devices"
 VENDOR = "0x19e5"
 DEVICE = {"910B1": "0xd802", "910B2": "0xd802", "910B3": "0xd802", "910B4": "0xd802"}
 CLASS = "0x120000"
+# The host's own accelerators in the NPUs' vendor and class (Kunpeng 920 ZIP engines, two sockets).
+HOST_ENGINES = {"0000:75:00.0": "0xa250", "0000:b5:00.0": "0xa250"}
 
 
 def write(hw: dict) -> list[str]:
@@ -36,4 +43,10 @@ def write(hw: dict) -> list[str]:
             with open(os.path.join(dev, name), "w", encoding="ascii") as f:
                 f.write(value + "\n")
         written.append(bus)
+    for bus, device in HOST_ENGINES.items():
+        dev = os.path.join(root, bus)
+        os.makedirs(dev)
+        for name, value in (("vendor", VENDOR), ("device", device), ("class", CLASS)):
+            with open(os.path.join(dev, name), "w", encoding="ascii") as f:
+                f.write(value + "\n")
     return written

@@ -228,7 +228,8 @@ def test_generated_table_round_trips_through_json():
 
 def test_filters_are_registered():
     assert set(FilterModule().filters()) == {"rank_table", "rank_table_check", "rank_table_read",
-                                             "rank_table_node_rank", "rank_table_super_device_ids"}
+                                             "rank_table_node_rank", "rank_table_super_device_ids",
+                                             "rank_table_super_pod_id"}
 
 
 @pytest.mark.parametrize("name", sorted(CASES["foreign"]))
@@ -270,3 +271,39 @@ def test_super_device_ids_from_npu_info_chips_by_position():
         rank_table_super_device_ids(devs, chips[:3] + [{"npu_id": 1, "chip_id": 1}])
     with pytest.raises(RankTableError, match="NPU 3: npu-smi lists 3 chips"):
         rank_table_super_device_ids(devs, chips[:3])
+
+
+# ---- the SuperPoD of each server (issue 43 item 6): from the hardware, the setting wins
+
+def test_servers_of_different_super_pods_get_their_own_entries():
+    from ansible_collections.ascendops.cluster.plugins.filter.rank_table import rank_table as build
+
+    hv = a3_hostvars(2)
+    hv["node1"]["__launch_super_pod_id"] = "3"
+    hv["node2"]["__launch_super_pod_id"] = "1"
+    table = build(["node1", "node2"], hv, version="1.2", super_pod_id_var="__launch_super_pod_id")
+    assert table["super_pod_list"] == [{"super_pod_id": "1", "server_list": [{"server_id": "10.0.0.10"}]},
+                                       {"super_pod_id": "3", "server_list": [{"server_id": "10.0.0.9"}]}]
+    assert check_rank_table(table)["servers"] == 2
+    hv["node2"]["__launch_super_pod_id"] = "3"
+    table = build(["node1", "node2"], hv, version="1.2", super_pod_id_var="__launch_super_pod_id")
+    assert table["super_pod_list"] == [{"super_pod_id": "3",
+                                        "server_list": [{"server_id": "10.0.0.9"}, {"server_id": "10.0.0.10"}]}]
+
+
+def test_super_pod_id_from_every_chip_the_setting_wins():
+    from ansible_collections.ascendops.cluster.plugins.filter.rank_table import rank_table_super_pod_id
+
+    chips = [{"npu_id": n, "chip_id": c, "super_pod_id": "2"} for n in range(2) for c in range(2)]
+    assert rank_table_super_pod_id(chips, "", "node1") == "2"
+    assert rank_table_super_pod_id(chips, None, "node1") == "2"
+    assert rank_table_super_pod_id(chips, "5", "node1") == "5"
+    assert rank_table_super_pod_id([], 0, "node1") == "0"  # 0 is a super pod id, not "unset"
+    with pytest.raises(RankTableError, match=r"node1: npu-smi info -t spod-info printed no Super Pod ID for "
+                                             r"NPU 1 chip 0; set launch_super_pod_id"):
+        rank_table_super_pod_id(chips[:2] + [{"npu_id": 1, "chip_id": 0}], "", "node1")
+    with pytest.raises(RankTableError, match=r"node1: the chips report different Super Pod IDs \(NPU 0 chip 0: 2, "
+                                             r"NPU 0 chip 1: 2, NPU 1 chip 0: 4\)"):
+        rank_table_super_pod_id(chips[:2] + [{"npu_id": 1, "chip_id": 0, "super_pod_id": "4"}], "", "node1")
+    with pytest.raises(RankTableError, match="no chips listed"):
+        rank_table_super_pod_id([], "", "node1")

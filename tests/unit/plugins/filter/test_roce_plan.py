@@ -260,3 +260,92 @@ def test_roce_ports_from_the_plan_leaves_unplanned_keys_unmanaged():
         {"device": 1, "address": "10.0.0.2", "netmask": "255.255.255.0", "tls": True}]
     with pytest.raises(ValueError, match="device_id"):
         roce_ports([{"address": "10.0.0.1"}])
+
+
+# ---- health before training (issue 43 item 8): optics and link flaps, per node and port
+
+GOOD_OPTICS = {"present": True, "tx_power_mw": [4.4], "rx_power_mw": [1.0], "tx_power_low_mw": 0.28,
+               "rx_power_low_mw": 0.14, "tx_los": "0x0", "rx_los": "0x0"}
+
+
+def test_roce_report_refuses_missing_or_dark_optics_naming_node_and_port():
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_report
+
+    mine = [d for d in roce_plan(good())["devices"] if d["host"] == "node1"]
+    fine = _report_info(optical=GOOD_OPTICS, optical_error=None)
+    assert roce_report(fine, mine, "node1", optics=True)["problems"] == []
+    dark = _report_info(optical=dict(GOOD_OPTICS, rx_power_mw=[0.01]), optical_error=None)
+    assert roce_report(dark, mine, "node1", optics=True)["problems"] == [
+        "node1 NPU 1: the optical module receives 0.01 mW, under its low threshold 0.14 mW (RX power; "
+        "hccn_tool -optical -g); likely cause: optics or fibre"]
+    assert roce_report(dark, mine, "node1")["problems"] == []  # optics not judged unless asked
+    # a down port with no module: the module is named as the likely cause
+    gone = _report_info(link="DOWN", health="Fault", speed_mbps=None, optical=dict(GOOD_OPTICS, present=False),
+                        optical_error=None)
+    assert roce_report(gone, mine, "node1", optics=True)["problems"] == [
+        "node1 NPU 1: link is DOWN (net health Fault, speed Unknown); likely cause: no optical module (hccn_tool "
+        "-optical -g: present is not present), so likely the optics or fibre (RDMA QoS of this port is set on a "
+        "later run once its link is up)"]
+
+
+def test_roce_report_unreadable_optics_is_a_problem_a_refused_read_a_note():
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_report
+
+    mine = [d for d in roce_plan(good())["devices"] if d["host"] == "node1"]
+    raw = "hccn_tool -optical -g: could not read the line 'Rx Power : n/a' (expected a power in mW); output: '...'"
+    report = roce_report(_report_info(optical=None, optical_error=raw), mine, "node1", optics=True)
+    assert report["problems"] == [f"node1 NPU 1: {raw}"]
+    refused = "-i 1 -optical -g failed (rc=1): not support"
+    report = roce_report(_report_info(optical=None, optical_error=refused), mine, "node1", optics=True)
+    assert report == {"problems": [], "notes": [f"node1 NPU 1: optics not read ({refused})"]}
+
+
+def test_roce_report_refuses_a_flapping_link():
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_report
+
+    mine = [d for d in roce_plan(good())["devices"] if d["host"] == "node1"]
+    flapping = _report_info(link_stat={"up_count": 9, "down_count": None, "downs_ago_s": [30, 600, 1200, 7200]},
+                            link_stat_error=None)
+    assert roce_report(flapping, mine, "node1", link_flaps_max=2)["problems"] == [
+        "node1 NPU 1: the link went down 3 times in the last 3600 s (hccn_tool -link_stat -g; at most 2); likely "
+        "cause: cable, optics or switch port"]
+    assert roce_report(flapping, mine, "node1", link_flaps_max=3)["problems"] == []
+    assert roce_report(flapping, mine, "node1", link_flaps_max=2, link_flap_window_s=60)["problems"] == []
+    assert roce_report(flapping, mine, "node1")["problems"] == []  # -1: not judged
+
+
+# ---- the wait for the ports to settle (issue 43 item 7)
+
+def test_roce_unsettled_names_ports_whose_link_or_net_health_has_not_settled():
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_unsettled
+
+    plan = [{"device_id": "0", "netdetect": None}, {"device_id": "1", "netdetect": "192.168.121.1"},
+            {"device_id": "2", "netdetect": None}]
+    devices = [{"device_id": "0", "link": "UP", "health": "Init"},  # no net-detect address: Init accepted
+               {"device_id": "1", "link": "UP", "health": "Init"},  # probing its address: not yet
+               {"device_id": "2", "link": "DOWN", "health": "Fault"},
+               {"device_id": "3", "link": "UP", "health": "Success", "netdetect": "192.168.121.1"}]
+    assert roce_unsettled(devices, plan) == ["NPU 1: link UP, net health Init", "NPU 2: link DOWN, net health Fault"]
+    assert roce_unsettled([dict(d, link="UP", health="Success") for d in devices], plan) == []
+    assert FilterModule().filters()["roce_unsettled"] is roce_unsettled
+
+
+def test_the_check_waits_for_the_ports_to_settle_before_the_ping_matrix():
+    """check.yml includes settle.yml (bounded by roce_settle_timeout_s, only after a change in this run)
+    before ping.yml; settle.yml re-reads until roce_unsettled is empty and says how long it waited."""
+    from pathlib import Path
+
+    import yaml
+
+    roce = Path(__file__).resolve().parents[4] / "roles" / "roce"
+    check = yaml.safe_load((roce / "tasks" / "check.yml").read_text())
+    files = [t["ansible.builtin.include_tasks"]["file"] for t in check if "ansible.builtin.include_tasks" in t]
+    assert files.index("settle.yml") < files.index("ping.yml")
+    settle_include = next(t for t in check if t.get("ansible.builtin.include_tasks", {}).get("file") == "settle.yml")
+    when = " ".join(settle_include["when"])
+    assert "roce_settle_timeout_s" in when and "__npu_driver_rebooted" in when and "__roce_ports is changed" in when
+    settle = yaml.safe_load((roce / "tasks" / "settle.yml").read_text())
+    reread = next(t for t in settle if "ascendops.cluster.hccn_info" in t)
+    assert "roce_unsettled" in reread["until"] and "roce_settle_timeout_s" in reread["retries"]
+    assert reread["failed_when"] is False  # the report judges what did not settle
+    assert "waited" in next(t for t in settle if "ansible.builtin.debug" in t)["ansible.builtin.debug"]["msg"]

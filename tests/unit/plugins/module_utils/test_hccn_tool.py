@@ -21,9 +21,11 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import
     parse_hccn_conf,
     parse_ip,
     parse_link,
+    parse_link_stat,
     parse_mtu,
     parse_net_health,
     parse_netdetect,
+    parse_optical,
     parse_pfc,
     parse_ping,
     parse_prio_tc,
@@ -266,7 +268,8 @@ def test_dscp_to_tc_layouts(text):
 @pytest.mark.parametrize("name, parser", [
     ("pfc_get", parse_pfc), ("pfc_get_one_line", parse_pfc), ("prio_tc_get_table", parse_prio_tc),
     ("prio_tc_get_map", parse_prio_tc), ("dscp_to_tc_get", lambda text: parse_dscp_to_tc(text, 33)),
-    ("mtu_get", parse_mtu), ("speed_unknown", parse_speed)])
+    ("mtu_get", parse_mtu), ("speed_unknown", parse_speed), ("optical_get", parse_optical),
+    ("link_stat_get", parse_link_stat)])
 def test_vendor_and_documented_layouts(name, parser):
     assert parser(VENDOR[name]["text"]) == VENDOR[name]["parsed"], VENDOR[name]["source"]
 

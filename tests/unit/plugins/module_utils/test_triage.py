@@ -221,3 +221,25 @@ def test_collector_since_limits_the_journal_and_the_kernel_log(tmp_path):
     calls.clear()
     Collector(run, params, []).collect(str(tmp_path / "b.tar.gz"), check_mode=True)
     assert not any("--since" in c for c in calls)
+
+
+# ---- net health Init (issue 43 item 2): normal where no net-detect address is configured
+
+INIT = {"link": "link status: UP", "net_health": "net health status: Init"}
+
+
+def test_net_health_init_without_a_netdetect_address_is_not_a_fault():
+    for hccn in ({"0": INIT, "1": UP}, {"0": dict(INIT, netdetect="netdetect address: "), "1": UP}):
+        s = triage.triage({"node1": node(hccn=hccn)})
+        assert not [e for e in s["nodes"]["node1"]["signals"] if e["kind"] == "device NIC unhealthy"], s
+
+
+def test_net_health_init_with_a_netdetect_address_and_fault_are_faults():
+    probing = dict(INIT, netdetect="netdetect address: 192.168.100.1")
+    s = triage.triage({"node1": node(hccn={"0": probing, "1": UP})})
+    found = [e["detail"] for e in s["nodes"]["node1"]["signals"] if e["kind"] == "device NIC unhealthy"]
+    assert found == ["NPU 0: net health Init (net-detect address 192.168.100.1)"]
+    fault = {"link": "link status: UP", "net_health": "net health status: Fault"}
+    s = triage.triage({"node1": node(hccn={"0": fault, "1": UP})})
+    assert [e["detail"] for e in s["nodes"]["node1"]["signals"] if e["kind"] == "device NIC unhealthy"] == [
+        "NPU 0: net health Fault"]

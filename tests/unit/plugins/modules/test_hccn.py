@@ -64,6 +64,12 @@ out = {
             + dev.get("pfc", "0,0,0,0,0,0,0,0").replace(",", " "),
     "-dscp_to_tc": "dscp:%s tc:%d" % (kv.get("dscp"), dev.get("dscp_tc", {}).get(kv.get("dscp"), 0)),
     "-mtu": "mtu:%d" % dev.get("mtu", 1500),
+    # MindCluster FaultDiag's user guide (fixtures/README-health-checks.md), short
+    "-optical": "optical info:\npresent              : %s\nTx Power             : 4.4035 mW\n"
+                "Rx Power             : %s mW\nRxPower Low Thres    : 0.1445 mW"
+                % (dev.get("optics", "present"), dev.get("rx_mw", "1.0189")),
+    "-link_stat": "[device {0}]current time        : Wed Jun  7 10:08:28 2023\n[device {0}]link up count       : 1\n"
+                  "[device {0}]link change records :\n[device {0}]    Wed Jun  7 09:00:00 2023    LINK UP".format(a[1]),
 }.get(cmd)
 if cmd == "-ping" and down and st.get("ping_refused_when_down"):
     print("Link status is down"); sys.exit(1)
@@ -73,6 +79,12 @@ if cmd == "-ping":
         a[1], kv["address"], n, r, 100.0 * (n - r) / n)
 print(out)
 '''
+
+
+# What the fake's optics and link history read as (a working port, no link change in the last hour)
+HEALTHY = {"optical": {"present": True, "tx_power_mw": [4.4035], "rx_power_mw": [1.0189], "tx_power_low_mw": None,
+                       "rx_power_low_mw": 0.1445, "tx_los": None, "rx_los": None}, "optical_error": None,
+           "link_stat": {"up_count": 1, "down_count": None, "downs_ago_s": []}, "link_stat_error": None}
 
 
 class Fake:
@@ -163,9 +175,9 @@ def test_hccn_info_reports_every_device_and_pings(run_module, tmp_path):
     assert not result["changed"] and not result.get("failed"), result
     assert result["devices"] == [
         {"device_id": "0", "phy_id": "4", "address": "192.168.121.101", "netmask": "255.255.255.0", "gateway": None,
-         "netdetect": None, "tls": False, "link": "UP", "health": "Success", "speed_mbps": 100000},
+         "netdetect": None, "tls": False, "link": "UP", "health": "Success", "speed_mbps": 100000, **HEALTHY},
         {"device_id": "1", "phy_id": "1", "address": None, "netmask": None, "gateway": None, "netdetect": None,
-         "tls": True, "link": "DOWN", "health": "Fault", "speed_mbps": None},  # Speed: Unknown!
+         "tls": True, "link": "DOWN", "health": "Fault", "speed_mbps": None, **HEALTHY},  # Speed: Unknown!
     ]
     assert [(p["address"], p["received"], p["ok"]) for p in result["pings"]] == [
         ("192.168.121.103", 2, True), ("192.168.121.104", 0, False)]
@@ -222,8 +234,9 @@ def test_hccn_ports_configures_every_port_in_one_call_then_reads_once(run_module
     again = run_module(hccn.main, {"ports": PORTS, "status": True, "hccn_tool": fake.path, "delay": 0.0}, diff=True)
     assert not again["changed"] and again["commands"] == [] and again["diff"] == []
     reads = fake.calls()[before:]
-    # a port that is right is read once: address, gateway, net-detect, TLS, link, health, speed
-    assert len(reads) == 2 * 7 and not [c for c in reads if " -s " in c]
+    # a port that is right is read once: address, gateway, net-detect, TLS, link, health, speed, optics,
+    # link history
+    assert len(reads) == 2 * 9 and not [c for c in reads if " -s " in c]
     assert [d["health"] for d in again["devices"]] == ["Success", "Success"]
 
 

@@ -356,3 +356,64 @@ def test_check_mode_same_result(run_module, node):
     assert checked["changed"] is False
     for key in ("driver", "npus", "count", "healthy", "reboot_required"):
         assert checked[key] == normal[key]
+
+
+def test_pci_npus_counted_by_device_id_before_any_driver(run_module, node, tmp_path):
+    """Bare node on a Kunpeng host: 8 NPUs (d802) and two ZIP engines in the NPUs' class are 8, not 10."""
+    root = tmp_path / "pci"
+    for bus, device in [(f"0000:{0xc1 + i:02x}:00.0", "0xd802") for i in range(8)] + [
+            ("0000:75:00.0", "0xa250"), ("0000:b5:00.0", "0xa250")]:
+        (root / bus).mkdir(parents=True)
+        (root / bus / "vendor").write_text("0x19e5\n")
+        (root / bus / "device").write_text(device + "\n")
+        (root / bus / "class").write_text("0x120000\n")
+    res = run_module(npu_info.main, node.args(npu_smi=str(node.tmp / "absent" / "npu-smi"), pci_devices=str(root)))
+    assert not res.get("failed"), res.get("msg")
+    assert res["pci"]["count"] == 8 and res["pci"]["error"] is None
+    assert [f["bus_id"] for f in res["pci"]["other_huawei"]] == ["0000:75:00.0", "0000:b5:00.0"]
+    res = run_module(npu_info.main, node.args(pci_devices=str(tmp_path / "absent")))
+    assert res["pci"]["count"] == 0 and "cannot list" in res["pci"]["error"]
+    assert run_module(npu_info.main, node.args())["pci"] is None
+    res = run_module(npu_info.main, node.args(pci_devices=str(root), pci_device_ids=["nope"]))
+    assert res["failed"] and "pci_device_ids" in res["msg"]
+
+
+def test_health_checks_read_each_npus_health_record_and_hbm_ecc(run_module, node, tmp_path):
+    """npu-smi info -t health / -t ecc per NPU (the guide's texts): an Alarm with its error code and HBM
+    double-bit errors are problems naming the NPU; an unreadable output is shown; a refused read a note."""
+    health = fixture_text("npu_smi_health.txt")
+    ecc = fixture_text("npu_smi_ecc.txt")
+    (tmp_path / "h3.out").write_text(health.replace(": OK", ": Alarm").replace(
+        "Error Code                     : NA", "Error Code                     : 80E01801"))
+    (tmp_path / "e5.out").write_text(ecc.replace("HBM Double Bit Error Count               : 0",
+                                                 "HBM Double Bit Error Count               : 2"))
+    (tmp_path / "h.out").write_text(health)
+    (tmp_path / "e.out").write_text(ecc)
+    (tmp_path / "table.out").write_text(TABLE_8_OK)
+    script = (
+        "#!/bin/sh\n"
+        f'if [ "$2" = "-t" ] && [ "$3" = "health" ]; then\n'
+        f'  if [ "$5" = 3 ]; then cat {tmp_path}/h3.out; elif [ "$5" = 6 ]; then echo "garbage"; '
+        f'else cat {tmp_path}/h.out; fi; exit 0\n'
+        "fi\n"
+        f'if [ "$2" = "-t" ] && [ "$3" = "ecc" ]; then\n'
+        f'  if [ "$5" = 5 ]; then cat {tmp_path}/e5.out; elif [ "$5" = 7 ]; then echo "not support"; exit 255; '
+        f'else cat {tmp_path}/e.out; fi; exit 0\n'
+        "fi\n"
+        f"cat {tmp_path}/table.out\n")
+    smi = write_script(node.bin / "npu-smi", script)
+    res = run_module(npu_info.main, node.args(npu_smi=smi, health_checks=True))
+    assert not res.get("failed"), res.get("msg")
+    checks = res["health_checks"]
+    assert checks["problems"][:2] == [
+        "NPU 3: health Alarm (error 80E01801) (npu-smi info -t health)",
+        "NPU 5 chip 0: 2 HBM double-bit (uncorrectable) ECC errors (npu-smi info -t ecc)"]
+    assert checks["problems"][2].startswith("NPU 6: npu-smi info -t health: no 'Health Status : <word>' line "
+                                            "(first line 'garbage')")
+    assert len(checks["problems"]) == 3
+    assert checks["notes"] == ["NPU 7: info -t ecc -i 7 failed (rc=255): not support"]
+    assert checks["details"][0] == {"npu_id": 0, "health": "OK", "error_code": None, "error_info": None,
+                                    "ecc": [dict.fromkeys(checks["details"][0]["ecc"][0], 0) | {"chip_id": 0}]}
+    # not asked: nothing read
+    assert run_module(npu_info.main, node.args(npu_smi=smi))["health_checks"] == {
+        "details": [], "problems": [], "notes": []}
