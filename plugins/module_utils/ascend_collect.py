@@ -244,7 +244,8 @@ class Collector:
             "hccn": {str(d): {"link": o.get(f"hccn_{d}_link", ""), "net_health": o.get(f"hccn_{d}_net_health", ""),
                               "netdetect": o.get(f"hccn_{d}_netdetect", "")}
                      for d in self.devices},
-            "journal": _tail(o.get("journal_job"), self.p["triage_lines"]),
+            # under Slurm no unit runs the job: its container's log (collect.yml's extra command) stands for the journal
+            "journal": _tail(o.get("container_log") or o.get("journal_job"), self.p["triage_lines"]),
             "kernel": _tail(o.get("kernel") or o.get("dmesg"), self.p["triage_lines"]),
             "status": status,
             "unit_state": f"{props.get('ActiveState', 'unknown')}/{props.get('SubState', '')}",
