@@ -42,11 +42,24 @@ make_inventory() {  # make_inventory N DIR
   rm -rf "$dir"
   mkdir -p "$dir"
   cp -r inventories/sample/group_vars "$dir/"
-  python3 - "$n" "$dir/hosts.yml" <<'EOF'
+  python3 - "$n" "$dir/hosts.yml" "$dir/group_vars/all/job.yml" <<'EOF'
+import re
 import sys
-n, path = int(sys.argv[1]), sys.argv[2]
+n, path, job = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 if not 1 <= n <= 8190:
     sys.exit("bench-scale.sh: a size must be 1..8190 hosts (8 device addresses each in one /16)")
+# The sample's global batch (512) divides by the ranks of 64 nodes at most: the launch checks refuse it on a
+# larger cluster. The smallest multiple of micro batch x ranks (N x 8) that is at least the sample's.
+with open(job, encoding="utf-8") as f:
+    text = f.read()
+micro = re.search(r"(?m)^  micro_batch_size: (\d+)$", text)
+ranks = 8 * n * (int(micro.group(1)) if micro else 1)
+text, found = re.subn(r"(?m)^(  global_batch_size: )(\d+)$",
+                      lambda m: f"{m.group(1)}{-(-int(m.group(2)) // ranks) * ranks}", text)
+if found != 1:
+    sys.exit(f"bench-scale.sh: no 'global_batch_size: N' line in {job}")
+with open(job, "w", encoding="utf-8") as f:
+    f.write(text)
 with open(path, "w", encoding="utf-8") as out:
     out.write("---\nall:\n  children:\n    npu_nodes:\n      hosts:\n")
     for i in range(n):
