@@ -9,8 +9,10 @@
 #             every role's validate_checks.yml without the tasks tagged validate_nodes, the release
 #             checks); no task of it connects to a node (no module runs on one: only action plugins that
 #             run on the controller, set_fact, assert, validate_argument_spec)
-# and prints one JSON line per size ({"hosts", "plan_s", "plan_ms_per_host", "validate_s",
-# "validate_ms_per_host"}), then one line with the growth ratios between consecutive sizes.
+# and prints one JSON line per size ({"hosts", "plan_s", "plan_ms_per_host", "plan_cpu_s", "validate_s",
+# "validate_ms_per_host", "validate_cpu_s"}; *_cpu_s: user + system seconds of ansible-playbook and its
+# forks, steadier than the wall time on a machine shared with other work), then one line with the growth
+# ratios between consecutive sizes.
 #   scripts/bench-scale.sh [--sizes 64,256,1024,4096] [--forks 16] [--keep DIR] [--profile]
 # --profile adds ansible.posix.profile_tasks to each run (logs in the work directory, kept with --keep).
 set -euo pipefail
@@ -42,11 +44,24 @@ make_inventory() {  # make_inventory N DIR
   rm -rf "$dir"
   mkdir -p "$dir"
   cp -r inventories/sample/group_vars "$dir/"
-  python3 - "$n" "$dir/hosts.yml" <<'EOF'
+  python3 - "$n" "$dir/hosts.yml" "$dir/group_vars/all/job.yml" <<'EOF'
+import re
 import sys
-n, path = int(sys.argv[1]), sys.argv[2]
+n, path, job = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 if not 1 <= n <= 8190:
     sys.exit("bench-scale.sh: a size must be 1..8190 hosts (8 device addresses each in one /16)")
+# The sample's global batch (512) divides by the ranks of 64 nodes at most: the launch checks refuse it on a
+# larger cluster. The smallest multiple of micro batch x ranks (N x 8) that is at least the sample's.
+with open(job, encoding="utf-8") as f:
+    text = f.read()
+micro = re.search(r"(?m)^  micro_batch_size: (\d+)$", text)
+ranks = 8 * n * (int(micro.group(1)) if micro else 1)
+text, found = re.subn(r"(?m)^(  global_batch_size: )(\d+)$",
+                      lambda m: f"{m.group(1)}{-(-int(m.group(2)) // ranks) * ranks}", text)
+if found != 1:
+    sys.exit(f"bench-scale.sh: no 'global_batch_size: N' line in {job}")
+with open(job, "w", encoding="utf-8") as f:
+    f.write(text)
 with open(path, "w", encoding="utf-8") as out:
     out.write("---\nall:\n  children:\n    npu_nodes:\n      hosts:\n")
     for i in range(n):
@@ -57,17 +72,30 @@ with open(path, "w", encoding="utf-8") as out:
 EOF
 }
 
-run_timed() {  # run_timed LOG ARGS...: prints the seconds taken; the log keeps the output
-  local log=$1 t0 t1
+run_timed() {  # run_timed LOG ARGS...: prints "WALL CPU" in seconds; the log keeps the output
+  # CPU: user + system time of ansible-playbook and its forks, which other work on a shared machine
+  # changes much less than the wall time.
+  local log=$1
   shift
-  t0=$(date +%s.%N)
-  if ! ANSIBLE_CALLBACKS_ENABLED=$callbacks ansible-playbook -f "$forks" "$@" >"$log" 2>&1; then
+  if ! ANSIBLE_CALLBACKS_ENABLED=$callbacks python3 - "$log" ansible-playbook -f "$forks" "$@" <<'EOF'
+import resource
+import subprocess
+import sys
+import time
+
+log, cmd = sys.argv[1], sys.argv[2:]
+t0 = time.monotonic()
+with open(log, "w", encoding="utf-8") as out:
+    rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT)
+use = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{time.monotonic() - t0:.2f} {use.ru_utime + use.ru_stime:.2f}")
+sys.exit(rc)
+EOF
+  then
     echo "bench-scale.sh: failed: ansible-playbook $* (log: $log)" >&2
     tail -20 "$log" >&2
     return 1
   fi
-  t1=$(date +%s.%N)
-  python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$t0" "$t1"
 }
 
 results=()
@@ -75,14 +103,17 @@ IFS=, read -r -a list <<<"$sizes"
 for n in "${list[@]}"; do
   inv=$work/inventory-$n
   make_inventory "$n" "$inv"
-  plan_s=$(run_timed "$work/plan-$n.log" playbooks/plan.yml -i "$inv/hosts.yml")
-  validate_s=$(run_timed "$work/validate-$n.log" playbooks/validate.yml -i "$inv/hosts.yml" --skip-tags validate_nodes)
+  plan=$(run_timed "$work/plan-$n.log" playbooks/plan.yml -i "$inv/hosts.yml")
+  validate=$(run_timed "$work/validate-$n.log" playbooks/validate.yml -i "$inv/hosts.yml" --skip-tags validate_nodes)
+  # "WALL CPU" each: two arguments each, unquoted on purpose
+  # shellcheck disable=SC2086
   line=$(python3 -c '
 import json, sys
-n, plan, validate = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
-print(json.dumps({"hosts": n, "plan_s": plan, "plan_ms_per_host": round(plan * 1000 / n, 1),
-                  "validate_s": validate, "validate_ms_per_host": round(validate * 1000 / n, 1)}))
-' "$n" "$plan_s" "$validate_s")
+n, plan, plan_cpu, validate, validate_cpu = int(sys.argv[1]), *map(float, sys.argv[2:])
+print(json.dumps({"hosts": n, "plan_s": plan, "plan_ms_per_host": round(plan * 1000 / n, 1), "plan_cpu_s": plan_cpu,
+                  "validate_s": validate, "validate_ms_per_host": round(validate * 1000 / n, 1),
+                  "validate_cpu_s": validate_cpu}))
+' "$n" $plan $validate)
   echo "$line"
   results+=("$line")
 done
@@ -93,6 +124,8 @@ growth = []
 for a, b in zip(rows, rows[1:]):
     growth.append({"from_hosts": a["hosts"], "to_hosts": b["hosts"], "hosts_ratio": round(b["hosts"] / a["hosts"], 2),
                    "plan_ratio": round(b["plan_s"] / a["plan_s"], 2),
-                   "validate_ratio": round(b["validate_s"] / a["validate_s"], 2)})
+                   "plan_cpu_ratio": round(b["plan_cpu_s"] / a["plan_cpu_s"], 2),
+                   "validate_ratio": round(b["validate_s"] / a["validate_s"], 2),
+                   "validate_cpu_ratio": round(b["validate_cpu_s"] / a["validate_cpu_s"], 2)})
 print(json.dumps({"growth": growth}))
 '

@@ -200,26 +200,29 @@ def build_rank_table(servers, version="1.0", devices_per_server=None, super_pod_
 
 def rank_table(hostnames, hostvars, version="1.0", devices_per_server=None, host_ip_var="ansible_host",
                devices_var="roce_devices", plan_var="roce_device_addresses", source="hardware",
-               super_pod_id="0", require_up=True, super_pod_id_var=None):
+               super_pod_id="0", require_up=True, super_pod_id_var=None, plans=None):
     """Filter: ``groups['npu_nodes'] | rank_table(hostvars, ...)``.
 
     source=hardware (default): devices from each host's ``devices_var`` fact, checked against
     ``plan_var`` when the host has it. source=plan: the planned addresses alone (a preview without
     contacting the nodes). Version 1.2: each server's SuperPoD is its ``super_pod_id_var`` host variable
     where set (``rank_table_super_pod_id``: the hardware's, or the setting), else ``super_pod_id``.
+    ``plans`` (``{host: plan}``, e.g. the roce_plan filter's ``by_host``), when given, is each host's plan
+    instead of its ``plan_var``.
     """
     if source not in ("hardware", "plan"):
         raise RankTableError(f"rank_table: source {source!r} must be 'hardware' or 'plan'")
     servers = []
     for name in hostnames:
         hv = hostvars[name]
-        plan = hv.get(plan_var) if plan_var else None
+        plan = plans.get(name) if plans is not None else (hv.get(plan_var) if plan_var else None)
         devices = hv.get(devices_var) if source == "hardware" else None
         if source == "hardware" and devices is None:
             raise RankTableError(f"{name}: fact {devices_var} is missing: the roce stage reads the device "
                                  "addresses back; run it on this host (or use source='plan' for a preview)")
         if source == "plan" and plan is None:
-            raise RankTableError(f"{name}: no planned device addresses ({plan_var}) in the inventory")
+            raise RankTableError(f"{name}: no planned device addresses in the plans given" if plans is not None
+                                 else f"{name}: no planned device addresses ({plan_var}) in the inventory")
         servers.append({"name": name, "host_ip": hv.get(host_ip_var) or name, "devices": devices, "plan": plan,
                         "super_pod_id": hv.get(super_pod_id_var) if super_pod_id_var else None})
     return build_rank_table(servers, version, devices_per_server, super_pod_id, require_up,
@@ -347,6 +350,26 @@ def rank_table_node_rank(table, host_ip):
     raise RankTableError(f"host {host_ip} is not a server of the rank table")
 
 
+def rank_table_nodes(table, host_ips):
+    """Each node's part of a rank table, by host: ``{host: {"node_rank": i, "devices": [its devices]}}``
+    for ``host_ips`` (``{host: address}``), the server found as ``rank_table_node_rank`` finds it. One
+    pass over the table for the whole cluster (a node takes its part by key), not one per node."""
+    if isinstance(table, (str, bytes)):
+        table = json.loads(table)
+    index = {}
+    for i, s in enumerate(table.get("server_list", [])):
+        for key in ("server_id", "host_ip", "container_ip"):
+            if s.get(key) is not None:
+                index.setdefault(str(s[key]), i)
+    out = {}
+    for host, host_ip in (host_ips or {}).items():
+        i = index.get(str(host_ip))
+        if i is None:
+            raise RankTableError(f"{host}: host {host_ip} is not a server of the rank table")
+        out[host] = {"node_rank": i, "devices": table["server_list"][i].get("device", [])}
+    return out
+
+
 def rank_table_super_device_ids(devices, chips):
     """``devices`` (device_id, address, ...) with each one's ``super_device_id`` from ``chips`` (npu_info's
     chips read with spod_info: the device index is the chip's position, NPU by NPU, chip by chip, as
@@ -392,6 +415,6 @@ class FilterModule:
 
     def filters(self):
         return {"rank_table": rank_table, "rank_table_check": rank_table_check, "rank_table_read": read_rank_table,
-                "rank_table_node_rank": rank_table_node_rank,
+                "rank_table_node_rank": rank_table_node_rank, "rank_table_nodes": rank_table_nodes,
                 "rank_table_super_device_ids": rank_table_super_device_ids,
                 "rank_table_super_pod_id": rank_table_super_pod_id}

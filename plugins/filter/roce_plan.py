@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
+import random
 
 from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import (
     HEALTH_INIT,
@@ -16,6 +18,9 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import
 )
 
 SINGLE_SUBNET_MODELS = ("910b",)
+PING_STRATEGIES = ("auto", "full", "ring", "sample")
+# hccn_tool -ping sends one packet a second (as ping does): the estimate of the matrix's duration.
+PING_SECONDS_PER_PACKET = 1.0
 
 
 def _ip(value):
@@ -100,6 +105,37 @@ def _addresses(node, devices, errors):
     return out
 
 
+class _HostNetIndex:
+    """The host NIC subnets of every node, looked up by address in one step per prefix length (not one
+    comparison per subnet of the cluster for each device address)."""
+
+    def __init__(self, nodes):
+        self._by_prefix = {}
+        order = 0
+        for node in nodes:
+            for iface, net in _host_networks(node):
+                self._by_prefix.setdefault(net.prefixlen, {}).setdefault(int(net.network_address), []).append(
+                    (order, node["host"], iface, net))
+                order += 1
+
+    def containing(self, address):
+        """[(host, iface, net)] of the subnets that hold ``address``, in the nodes' order."""
+        found = []
+        value = int(address)
+        for prefix, nets in self._by_prefix.items():
+            mask = (0xFFFFFFFF << (32 - prefix)) & 0xFFFFFFFF
+            found.extend(nets.get(value & mask, ()))
+        return [entry[1:] for entry in sorted(found, key=lambda entry: entry[0])]
+
+
+def plan_fingerprint(devices):
+    """The sha1 of the plan's ``host device_id address netmask`` lines, sorted as Jinja's ``sort`` does
+    (case-insensitive) and joined with commas: the value the ping record kept before this filter computed
+    it (``__roce_ping_fingerprint``), so a node's record stays valid."""
+    lines = [" ".join(str(d.get(key)) for key in ("host", "device_id", "address", "netmask")) for d in devices]
+    return hashlib.sha1(",".join(sorted(lines, key=str.lower)).encode("utf-8")).hexdigest()
+
+
 def roce_plan(nodes):
     """Expand and validate the device-NIC plan of every node.
 
@@ -110,16 +146,21 @@ def roce_plan(nodes):
     the host's own NICs, from facts).
 
     Returns ``{"devices": [{host, device_id, address, netmask, prefix, gateway, netdetect, tls}],
-    "errors": [...]}``: every problem found, each naming the host, the NPU index and the
-    conflicting address or host. The plan is usable only when ``errors`` is empty.
+    "by_host": {host: [its devices]}, "fingerprint": sha1, "errors": [...]}``: every problem found,
+    each naming the host, the NPU index and the conflicting address or host. The plan is usable only
+    when ``errors`` is empty. ``by_host`` has every node given (an empty list for a node without
+    devices), so that each node takes its part by key (``plan.by_host[inventory_hostname]``), not by
+    filtering the whole cluster's list.
     """
     errors = []
     plan = []
+    by_host = {}
     owners = {}
-    host_nets = [(node["host"], iface, net) for node in nodes for iface, net in _host_networks(node)]
+    host_nets = _HostNetIndex(nodes)
     tls_values = {}
     for node in nodes:
         host = node["host"]
+        mine = by_host.setdefault(host, [])
         try:
             devices = int(node.get("devices"))
         except (TypeError, ValueError):
@@ -151,10 +192,8 @@ def roce_plan(nodes):
                 errors.append(f"{label}: address {address} is also used by {where}")
             else:
                 owners[address] = label
-            for other, iface, net in host_nets:
-                if address in net:
-                    errors.append(f"{label}: address {address} is inside host NIC {iface} subnet {net} "
-                                  f"of {other}")
+            for other, iface, net in host_nets.containing(address):
+                errors.append(f"{label}: address {address} is inside host NIC {iface} subnet {net} of {other}")
             net = _network(address, netmask) if netmask else None
             if net is not None:
                 if net.prefixlen < 31 and address in (net.network_address, net.broadcast_address):
@@ -170,7 +209,7 @@ def roce_plan(nodes):
                     elif net != first_net[1]:
                         errors.append(f"{label}: address {address} is outside the subnet {first_net[1]} of "
                                       f"{host} NPU {first_net[0]} (910B: one subnet per node)")
-            plan.append({
+            entry = {
                 "host": host,
                 "device_id": str(index),
                 "address": str(address),
@@ -179,11 +218,105 @@ def roce_plan(nodes):
                 "gateway": str(gateway) if gateway is not None else None,
                 "netdetect": str(netdetect) if netdetect is not None else None,
                 "tls": tls,
-            })
+            }
+            plan.append(entry)
+            mine.append(entry)
     if len(tls_values) > 1:
         errors.append("roce_tls differs between nodes (it must be the same on every device of a job): " + "; ".join(
             f"{'on' if value else 'off'}: {', '.join(hosts)}" for value, hosts in sorted(tls_values.items())))
-    return {"devices": plan, "errors": errors}
+    return {"devices": plan, "by_host": by_host, "fingerprint": plan_fingerprint(plan), "errors": errors}
+
+
+def _rails(devices):
+    """{device_id: [plan entries of that device index, in the plan's (inventory) order]}: the rails."""
+    rails = {}
+    for entry in devices:
+        rails.setdefault(str(entry["device_id"]), []).append(entry)
+    return rails
+
+
+def _ring_positions(position, size):
+    """Positions of the ring neighbours (previous, next) on a rail of ``size``, without self or repeats."""
+    out = []
+    for other in ((position - 1) % size, (position + 1) % size):
+        if other != position and other not in out:
+            out.append(other)
+    return out
+
+
+def _sample_positions(rng, position, size, taken, count):
+    """``count`` (at most) positions of the rail other than ``position`` and ``taken``, drawn by ``rng``."""
+    forbidden = sorted(set(taken) | {position})
+    free = size - len(forbidden)
+    chosen = []
+    for index in rng.sample(range(free), min(count, free)) if free > 0 else ():
+        for skip in forbidden:  # the index-th free position
+            if index >= skip:
+                index += 1
+        chosen.append(index)
+    return sorted(chosen)
+
+
+def roce_ping_plan(plan, strategy="auto", full_max_hosts=32, sample_peers=4, seed="", count=3, forks=16):
+    """The ping matrix of the RoCE check: for each node, the plan entries its devices ping.
+
+    ``plan``: the ``roce_plan`` result (its ``devices`` in inventory order). A device pings devices of
+    the same index on other nodes (the same rail), never itself, each at most once.
+
+    ``strategy``: ``full`` - every other node's device of the same index (N - 1 peers a device);
+    ``ring`` - the previous and the next node on the rail (inventory order, wrapping around);
+    ``sample`` - the ring neighbours plus ``sample_peers`` other peers of the rail drawn at random
+    from ``seed`` (the same seed gives the same peers; a new seed on each run covers the whole fabric
+    over runs); ``auto`` - ``full`` up to ``full_max_hosts`` nodes, else ``sample``.
+
+    Returns ``{"strategy": the one used, "seed", "by_host": {host: [plan entries to ping]}, "pings":
+    their number, "nodes": nodes with a peer, "max_per_node", "duration_s", "fingerprint"}``.
+    ``duration_s`` estimates the matrix: every node pings one peer after another, ``count`` packets of
+    a second each, ``forks`` nodes at a time. ``fingerprint`` is the plan's (``plan_fingerprint``) for
+    ``full``, and names the strategy for the others (a matrix that passed with fewer peers does not
+    stand for a full one).
+    """
+    if strategy not in PING_STRATEGIES:
+        raise ValueError(f"roce_ping_plan: strategy {strategy!r} must be one of {', '.join(PING_STRATEGIES)}")
+    try:
+        full_max_hosts, sample_peers, count, forks = (int(v) for v in (full_max_hosts, sample_peers, count, forks))
+    except (TypeError, ValueError):
+        raise ValueError("roce_ping_plan: full_max_hosts, sample_peers, count and forks must be integers") from None
+    if full_max_hosts < 0 or sample_peers < 0 or count < 1 or forks < 1:
+        raise ValueError("roce_ping_plan: full_max_hosts and sample_peers must be 0 or more, count and forks 1 or more")
+    devices = list((plan or {}).get("devices") or [])
+    hosts = list(dict.fromkeys(entry["host"] for entry in devices))
+    if strategy == "auto":
+        strategy = "full" if len(hosts) <= full_max_hosts else "sample"
+    by_host = {host: [] for host in hosts}
+    rails = _rails(devices)
+    if strategy == "full":
+        rail_ids = {host: set() for host in hosts}
+        for entry in devices:
+            rail_ids[entry["host"]].add(str(entry["device_id"]))
+        for host in hosts:
+            mine = rail_ids[host]
+            by_host[host] = [entry for entry in devices if entry["host"] != host and str(entry["device_id"]) in mine]
+    else:
+        for rail_id, rail in rails.items():
+            size = len(rail)
+            for position, entry in enumerate(rail):
+                taken = _ring_positions(position, size)
+                if strategy == "sample":
+                    rng = random.Random(f"{seed}/{entry['host']}/{rail_id}")
+                    taken = taken + _sample_positions(rng, position, size, taken, sample_peers)
+                # rails in the order of their first device: each node's peers device by device
+                by_host[entry["host"]].extend(rail[other] for other in taken)
+    counts = [len(peers) for peers in by_host.values()]
+    pinging = sum(1 for n in counts if n)
+    max_per_node = max(counts, default=0)
+    waves = -(-pinging // forks)
+    fingerprint = plan_fingerprint(devices)
+    if strategy != "full":
+        fingerprint = hashlib.sha1(f"{fingerprint} {strategy}".encode()).hexdigest()
+    return {"strategy": strategy, "seed": str(seed), "by_host": by_host, "pings": sum(counts), "nodes": pinging,
+            "max_per_node": max_per_node, "duration_s": int(waves * max_per_node * count * PING_SECONDS_PER_PACKET),
+            "fingerprint": fingerprint}
 
 
 def _speed_text(speed):
@@ -342,5 +475,6 @@ class FilterModule:
     """Device-NIC IP plan."""
 
     def filters(self):
-        return {"roce_plan": roce_plan, "roce_problems": roce_problems, "roce_report": roce_report,
-                "roce_hccn_conf": roce_hccn_conf, "roce_ports": roce_ports, "roce_unsettled": roce_unsettled}
+        return {"roce_plan": roce_plan, "roce_ping_plan": roce_ping_plan, "roce_problems": roce_problems,
+                "roce_report": roce_report, "roce_hccn_conf": roce_hccn_conf, "roce_ports": roce_ports,
+                "roce_unsettled": roce_unsettled}

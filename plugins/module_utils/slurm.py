@@ -208,17 +208,18 @@ def task_script(spec, stop_timeout_s, header=()):
         "set -u",
         f"engine={q(spec.engine_path)}",
         f"name={q(spec.name)}",
-        "stopping=0",
+        "stopping=0 caught=0",
         # a container of an earlier allocation on this node (a requeue after a node failure) goes first
         '"$engine" rm -f "$name" >/dev/null 2>&1',
-        f'stop() {{ stopping=1; "$engine" stop --time {stop_timeout_s} "$name" >/dev/null 2>&1; }}',
+        f'stop() {{ stopping=1; caught=1; "$engine" stop --time {stop_timeout_s} "$name" >/dev/null 2>&1; }}',
         "trap stop TERM INT USR1",
         " \\\n  ".join(words) + " >/dev/null || exit 1",
         f"/bin/sh -c {q(WAIT_SCRIPT)} ascendops-wait \"$engine\" \"$name\" &",
         "pid=$!",
-        # wait returns early when a trapped signal arrives: wait again until the follower ends
-        'wait "$pid"; rc=$?',
-        'while kill -0 "$pid" 2>/dev/null; do wait "$pid"; rc=$?; done',
+        # wait returns early (128 + the signal) when a trapped signal arrives: wait again for the follower's own
+        # status (the shell keeps it for this wait, even when the follower has ended meanwhile)
+        'caught=0; wait "$pid"; rc=$?',
+        'while [ "$caught" = 1 ]; do caught=0; wait "$pid"; rc=$?; done',
         # stopped on our signal after the final checkpoint (143): a clean end of this task
         '[ "$stopping" = 1 ] && [ "$rc" = 143 ] && rc=0',
         '"$engine" rm -f "$name" >/dev/null 2>&1',

@@ -11,6 +11,7 @@ from ansible_collections.ascendops.cluster.plugins.filter.rank_table import (
     check_rank_table,
     rank_table,
     rank_table_node_rank,
+    rank_table_nodes,
     read_rank_table,
     server_sort_key,
 )
@@ -205,6 +206,44 @@ def test_node_rank_follows_the_table_order():
         rank_table_node_rank(table, "10.0.0.1")
 
 
+def test_nodes_by_host_are_what_each_node_found_on_its_own():
+    # four hosts, inventory order not address order: each node's part by key is what the per-node search
+    # (rank_table_node_rank, then that server's devices) gave every node before
+    hv = {f"node{i}": {"ansible_host": f"10.0.0.{ip}", "roce_devices": devices(f"29.1.{ip}", 8)}
+          for i, ip in ((1, 12), (2, 9), (3, 10), (4, 100))}
+    names = list(hv)
+    table = rank_table(names, hv, devices_per_server=8)
+    nodes = rank_table_nodes(table, {name: hv[name]["ansible_host"] for name in names})
+    assert list(nodes) == names
+    for name in names:
+        rank = rank_table_node_rank(table, hv[name]["ansible_host"])
+        assert nodes[name] == {"node_rank": rank, "devices": table["server_list"][rank]["device"]}
+    assert [nodes[name]["node_rank"] for name in names] == [2, 0, 1, 3]
+    assert nodes["node4"]["devices"][0]["rank_id"] == "24"
+    assert rank_table_nodes(json.dumps(table), {"node2": "10.0.0.9"}) == {"node2": nodes["node2"]}
+    with pytest.raises(RankTableError, match="node9: host 10.0.0.1 is not a server"):
+        rank_table_nodes(table, {"node1": "10.0.0.12", "node9": "10.0.0.1"})
+
+
+def test_plans_by_host_give_the_same_preview_as_each_hosts_plan_var():
+    hv = hostvars(2)
+    by_var = rank_table(["node1", "node2"], hv, source="plan")
+    plans = {name: [{"device_id": str(i), "address": a} for i, a in enumerate(hv[name]["roce_device_addresses"])]
+             for name in hv}
+    for name in hv:
+        hv[name]["roce_device_addresses"] = ["192.0.2.1", "192.0.2.2"]  # not read when plans are given
+    assert rank_table(["node1", "node2"], hv, source="plan", plans=plans) == by_var
+    with pytest.raises(RankTableError, match="node2: no planned device addresses in the plans given"):
+        rank_table(["node1", "node2"], hv, source="plan", plans={"node1": plans["node1"]})
+
+
+def test_nodes_by_container_ip_in_a_foreign_table():
+    text = (FIXTURES / "foreign_1.0_mindie.json").read_text()
+    nodes = rank_table_nodes(text, {"a": "172.17.0.11", "b": "10.0.0.12"})
+    assert (nodes["a"]["node_rank"], nodes["b"]["node_rank"]) == (rank_table_node_rank(text, "172.17.0.11"),
+                                                                  rank_table_node_rank(text, "10.0.0.12"))
+
+
 @pytest.mark.parametrize("name", sorted(CASES["valid"]))
 def test_valid_fixtures_pass_the_check(name):
     expected = CASES["valid"][name]
@@ -228,8 +267,8 @@ def test_generated_table_round_trips_through_json():
 
 def test_filters_are_registered():
     assert set(FilterModule().filters()) == {"rank_table", "rank_table_check", "rank_table_read",
-                                             "rank_table_node_rank", "rank_table_super_device_ids",
-                                             "rank_table_super_pod_id"}
+                                             "rank_table_node_rank", "rank_table_nodes",
+                                             "rank_table_super_device_ids", "rank_table_super_pod_id"}
 
 
 @pytest.mark.parametrize("name", sorted(CASES["foreign"]))
