@@ -280,7 +280,7 @@ def parse_oneliner(text):
     out = {}
     for i, start in enumerate(starts):
         end = starts[i + 1] if i + 1 < len(starts) else len(line)
-        key, _, value = line[start:end].strip().partition("=")
+        key, value = line[start:end].strip().partition("=")[::2]
         out[key] = value
     return out
 
@@ -476,6 +476,10 @@ class SlurmJob:
         self.module = module
         self.p = module.params
 
+    def _out(self, argv):
+        """stdout of a command that must succeed."""
+        return self._run(argv)[1]
+
     def _run(self, argv, check=True):
         rc, out, err = self.module.run_command(argv, environ_update={"LC_ALL": "C", "SLURM_TIME_FORMAT": "standard"})
         if check and rc != 0:
@@ -494,8 +498,8 @@ class SlurmJob:
     def queue(self):
         if not self.p["name"]:
             return []
-        _, out, _ = self._run([self._bin("squeue"), "--noheader", "--all", f"--name={self.p['name']}",
-                               f"--format={SQUEUE_FORMAT}"])
+        out = self._out([self._bin("squeue"), "--noheader", "--all", f"--name={self.p['name']}",
+                         f"--format={SQUEUE_FORMAT}"])
         try:
             return [j for j in parse_squeue(out) if j["fingerprint"] is not None]
         except SlurmError as exc:
@@ -517,16 +521,17 @@ class SlurmJob:
     def info(self):
         result = {"changed": False, "queue": self.queue(), "last": self.show(self.p["job_id"])}
         if self.p["nodes"]:
-            _, out, _ = self._run([self._bin("sinfo"), "--noheader", "--Node", f"--format={SINFO_FORMAT}"])
-            _, conf, _ = self._run([self._bin("scontrol"), "show", "config"])
+            out = self._out([self._bin("sinfo"), "--noheader", "--Node", f"--format={SINFO_FORMAT}"])
+            conf = self._out([self._bin("scontrol"), "show", "config"])
             try:
                 sinfo = parse_sinfo(out)
                 config = parse_config(conf)
             except SlurmError as exc:
                 self.module.fail_json(msg=str(exc))
             result["problems"] = cluster_problems(sinfo, self.p["nodes"], self.p["npus_per_node"], self.p["partition"])
-            result["config"] = {k: config.get(k) for k in ("KillWait", "Epilog", "JobRequeue", "SLURM_VERSION",
-                                                          "ClusterName", "MinJobAge", "UnkillableStepTimeout")}
+            keys = ("KillWait", "Epilog", "JobRequeue", "SLURM_VERSION", "ClusterName", "MinJobAge",
+                    "UnkillableStepTimeout")
+            result["config"] = {k: config.get(k) for k in keys}
             result["kill_wait_s"] = seconds(config.get("KillWait"))
         return result
 
@@ -539,7 +544,7 @@ class SlurmJob:
         if self.module.check_mode:
             result["job_id"] = None
             return result
-        _, out, _ = self._run([self._bin("sbatch"), "--parsable", self.p["script"]])
+        out = self._out([self._bin("sbatch"), "--parsable", self.p["script"]])
         job_id = out.strip().split(";")[0]
         if not re.fullmatch(r"\d+", job_id):
             self.module.fail_json(msg=f"sbatch printed {out.strip()!r}, not a job id")
@@ -574,10 +579,10 @@ class SlurmJob:
         return result
 
     def run(self):
-        action = self.p["state"]
+        action = self.p["action"]
         if action == "info":
             result = self.info()
-        elif action == "submitted":
+        elif action == "submit":
             result = self.submit()
         else:
             result = self.cancel()

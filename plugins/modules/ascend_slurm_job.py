@@ -12,13 +12,13 @@ version_added: "0.2.0"
 description:
   - The launch stage's face to Slurm (C(launch_scheduler=slurm)); runs on the submit host, a node with
     Slurm's client tools and the cluster's munge key.
-  - C(state=info) reads the job's entries in the queue (C(squeue), only those whose comment carries the
+  - C(action=info) reads the job's entries in the queue (C(squeue), only those whose comment carries the
     collection's marker C(ascendops:<job>:<fingerprint>)), the last submission (C(scontrol show job)),
     and with O(nodes) whether Slurm can run the job there (every node known, in the partition, with
     enough C(npu) GRES and a state that takes jobs) and the controller's C(KillWait) and C(Epilog).
-  - C(state=submitted) submits the batch script with C(sbatch --parsable) unless a job with the same
+  - C(action=submit) submits the batch script with C(sbatch --parsable) unless a job with the same
     fingerprint is already queued or running.
-  - C(state=cancelled) cancels the given jobs with C(scancel) (SIGTERM to every task, which stops the
+  - C(action=cancel) cancels the given jobs with C(scancel) (SIGTERM to every task, which stops the
     trainer after its final checkpoint; Slurm kills after C(KillWait)) and waits until they have left
     the queue.
 author:
@@ -28,27 +28,27 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: C(info) reads; C(submitted) and C(cancelled) say what they would do and do nothing.
+    details: C(info) reads; C(submit) and C(cancel) say what they would do and do nothing.
   diff_mode:
     support: none
 options:
-  state:
-    description: What to do.
+  action:
+    description: What to do - read (C(info)), submit the batch script (C(submit)), or cancel jobs and wait (C(cancel)).
     type: str
-    choices: [info, submitted, cancelled]
+    choices: [info, submit, cancel]
     default: info
   name:
     description: >-
-      The job's name in Slurm (C(--job-name)); empty - the queue is not read (C(state=info) checks O(nodes)
+      The job's name in Slurm (C(--job-name)); empty - the queue is not read (C(action=info) checks O(nodes)
       only).
     type: str
     default: ""
   job_id:
-    description: The last submission's job id (C(state=info) reads it with C(scontrol show job)).
+    description: The last submission's job id (C(action=info) reads it with C(scontrol show job)).
     type: str
     default: ""
   nodes:
-    description: The nodes the job runs on (C(state=info) checks Slurm can run it there).
+    description: The nodes the job runs on (C(action=info) checks Slurm can run it there).
     type: list
     elements: str
     default: []
@@ -61,19 +61,19 @@ options:
     type: str
     default: ""
   script:
-    description: The batch script on the submit host (C(state=submitted)).
+    description: The batch script on the submit host (C(action=submit)).
     type: path
   fingerprint:
-    description: The job's fingerprint in the script's comment (C(state=submitted) does not submit twice).
+    description: The job's fingerprint in the script's comment (C(action=submit) does not submit twice).
     type: str
     default: ""
   cancel:
-    description: Job ids to cancel (C(state=cancelled)).
+    description: Job ids to cancel (C(action=cancel)).
     type: list
     elements: str
     default: []
   timeout_s:
-    description: How long C(state=cancelled) waits for the jobs to leave the queue.
+    description: How long C(action=cancel) waits for the jobs to leave the queue.
     type: int
     default: 900
   node:
@@ -95,7 +95,7 @@ EXAMPLES = r"""
 
 - name: Submit it
   ascendops.cluster.ascend_slurm_job:
-    state: submitted
+    action: submit
     name: llama3
     script: /etc/ascendops/slurm-batch.sh
     fingerprint: 0123456789abcdef0123456789abcdef01234567
@@ -114,31 +114,31 @@ last:
   type: raw
 problems:
   description: With O(nodes) - [{node, problem}] that keep Slurm from running the job there.
-  returned: state=info with nodes
+  returned: action=info with nodes
   type: list
   elements: dict
 config:
   description: >-
     With O(nodes) - KillWait, Epilog, JobRequeue, SLURM_VERSION, ClusterName, MinJobAge,
     UnkillableStepTimeout.
-  returned: state=info with nodes
+  returned: action=info with nodes
   type: dict
 kill_wait_s:
   description: KillWait in seconds.
-  returned: state=info with nodes
+  returned: action=info with nodes
   type: int
 job_id:
   description: The submitted job's id (null in check mode).
-  returned: state=submitted
+  returned: action=submit
   type: str
 cancelled:
   description: The jobs cancelled.
-  returned: state=cancelled
+  returned: action=cancel
   type: list
   elements: str
 waited_s:
   description: Seconds until the cancelled jobs left the queue.
-  returned: state=cancelled
+  returned: action=cancel
   type: float
 """
 
@@ -149,7 +149,7 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.slurm import Slu
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", choices=["info", "submitted", "cancelled"], default="info"),
+            action=dict(type="str", choices=["info", "submit", "cancel"], default="info"),
             name=dict(type="str", default=""),
             job_id=dict(type="str", default=""),
             nodes=dict(type="list", elements="str", default=[]),
@@ -161,7 +161,7 @@ def main():
             timeout_s=dict(type="int", default=900),
             node=dict(type="str", default=""),
         ),
-        required_if=[("state", "submitted", ["name", "script", "fingerprint"]), ("state", "cancelled", ["name"])],
+        required_if=[("action", "submit", ["name", "script", "fingerprint"]), ("action", "cancel", ["name"])],
         supports_check_mode=True,
     )
     SlurmJob(module).run()
