@@ -519,7 +519,9 @@ class SlurmJob:
             self.module.fail_json(msg=str(exc))
 
     def info(self):
-        result = {"changed": False, "queue": self.queue(), "last": self.show(self.p["job_id"])}
+        queue = self.queue()
+        result = {"changed": False, "queue": queue, "last": self.show(self.p["job_id"]),
+                  "active": [j["job_id"] for j in queue if j["state"] in ACTIVE_STATES]}
         if self.p["nodes"]:
             out = self._out([self._bin("sinfo"), "--noheader", "--Node", f"--format={SINFO_FORMAT}"])
             conf = self._out([self._bin("scontrol"), "show", "config"])

@@ -107,6 +107,11 @@ queue:
   returned: always
   type: list
   elements: dict
+active:
+  description: The ids of the job's entries that hold or wait for nodes (queued, running, requeued, ending).
+  returned: action=info
+  type: list
+  elements: str
 last:
   description: With O(job_id) (C(info)), or the cancelled jobs (C(cancelled)) - job_id, state, code, reason, nodes,
     restarts, exit_code, run_time, comment, batch_host; null when Slurm no longer knows the job.
