@@ -1,92 +1,157 @@
 #!/usr/bin/env python3
-"""A few lines that say why a `make test` step failed, read from the step's log.
+"""A few lines that say why a `make test` step failed.
 
 CI keeps only the end of the output, so scripts/test-all.sh prints this digest for every failed step
-after its summary: the molecule scenario and action that failed, the task and its error, pytest's
-FAILED lines, an idempotence report. Usage: failure-digest.py STEP LOG [MAX_LINES]
+after its summary, and scripts/molecule-all.sh for a scenario's first failed run.
+
+What failed comes from JUnit XML, the tools' own reports: Ansible's `ansible.builtin.junit` callback
+(molecule-all.sh enables it for every scenario: one file per ansible-playbook run, nested runs
+included, under the scenario's JUNIT_OUTPUT_DIR) and pytest's `--junitxml` (test-all.sh). A failed
+or erroring test case becomes one line: the playbook, `[host] play: task` and the task's message.
+
+Hand-written, and only because no tool reports it in a file:
+- molecule's own messages in the step's log: which scenario and action failed ("Executed: Failed"),
+  which selects the XML files of the failed scenarios (a scenario that passes provokes refusals on
+  purpose), and its idempotence and return-code errors;
+- the tools that write no JUnit: ansible-core's `[ERROR]:` lines when no JUnit file names a failed
+  task (a playbook that never started: a syntax error writes no XML), ansible-test sanity's
+  `ERROR: path:line:col:` findings;
+- a loop's result: the callback reports only "One or more items failed"; the first failed item's
+  message is read from the result the callback stores beside it;
+- without any of these, the last lines of the log.
+
+Usage: failure-digest.py STEP LOG [--junit DIR]... [--max-lines N]
 """
 
+from __future__ import annotations
+
+import argparse
+import json
 import re
 import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# molecule 25 prints ansible-playbook's output inside a box: "  │ " before each line.
+# molecule prints ansible-playbook's output inside a box: "  │ " before each line.
 BOX = re.compile(r"^\s*\u2502 ?")
 MOLECULE_ACTION = re.compile(r"^INFO\s+(\S+) \S+ (\w+): Executing")
-MOLECULE_FAILED = re.compile(r"^ERROR\s+(\S+) \S+ \w+: Executed: Failed")
+MOLECULE_FAILED = re.compile(r"^ERROR\s+(\S+) \S+ (\w+): Executed: Failed")
 WIDTH = 300
+LOOP_MESSAGE = "One or more items failed"
 
 
 def clip(line):
-    line = " ".join(line.split())
+    line = " ".join(str(line).split())
     return line if len(line) <= WIDTH else line[: WIDTH - 3] + "..."
 
 
-def is_failure_line(line):
-    """pytest's FAILED/ERROR and assertion lines, ansible-core's [ERROR], ansible-test sanity's
-    "ERROR: path:line:col: ..." findings, molecule's idempotence and return-code errors."""
+def is_log_failure_line(line, with_ansible_errors):
+    """Failures no JUnit file records: ansible-test sanity's "ERROR: path:line:col: ..." findings,
+    molecule's idempotence and return-code errors, and ansible-core's [ERROR] lines when no JUnit file
+    names a failed task (a playbook that never ran; ansible-core also prints one for every failed task,
+    ignored and rescued ones included, which the JUnit file tells apart)."""
     return (
         re.match(r"^ERROR: \S+:\d+:\d+: ", line) is not None
-        or re.match(r"^(FAILED|ERROR) \S+\.py", line) is not None
-        or line.startswith("[ERROR]: ")
-        or re.match(r"^E\s{3}\S", line) is not None
+        or (with_ansible_errors and line.startswith("[ERROR]: "))
         or re.match(r"^(ERROR|CRITICAL)\s+(Idempotence|Ansible return code)", line) is not None
-        or (line.startswith("* [") and "] => " in line)
     )
 
 
-def digest(lines, limit):
-    """The lines to print: where it failed, the task, then what failed."""
-    lines = [BOX.sub("", ANSI.sub("", line)) for line in lines]
+def _loop_item_message(output):
+    """The first failed item's message of a loop result (the callback's dump of the task result)."""
+    try:
+        result = json.loads(output or "")
+    except ValueError:
+        return None
+    for item in result.get("results", []) if isinstance(result, dict) else []:
+        if isinstance(item, dict) and item.get("failed"):
+            label = item.get("_ansible_item_label", item.get("item"))
+            return f"(item={label}) {item.get('msg', '')}".strip()
+    return None
+
+
+def junit_failures(path):
+    """(where, what) of each failed or erroring test case of one JUnit file, in the file's order."""
+    try:
+        root = ET.parse(path).getroot()
+    except (ET.ParseError, OSError) as exc:
+        return [(str(path), f"unreadable JUnit file ({exc})")]
+    suites = [root] if root.tag == "testsuite" else root.iter("testsuite")
     found = []
-    scenario = action = task = None
-    for i, line in enumerate(lines):
-        m = MOLECULE_ACTION.match(line)
+    for suite in suites:
+        for case in suite.iter("testcase"):
+            for bad in [*case.findall("failure"), *case.findall("error")]:
+                text = (bad.text or "").strip()
+                message = bad.get("message") or (text.splitlines()[0] if text else bad.tag)
+                if message == LOOP_MESSAGE:
+                    message = _loop_item_message(bad.text) or message
+                name = case.get("name", "")
+                # Ansible: the playbook (suite) and "[host] play: task"; pytest: the test's class and name
+                where = (f"playbook {suite.get('name')}" if name.startswith("[")
+                         else case.get("classname") or suite.get("name"))
+                found.append((where, f"{name}: {message}" if name else message))
+    return found
+
+
+def _junit_files(dirs, scenarios, failed):
+    """The XML files under dirs, oldest first (a run's own file is written when it ends, after those of
+    the runs it nested). A file in a folder named after a molecule scenario that did not fail is left out."""
+    files = []
+    for d in dirs:
+        for f in Path(d).rglob("*.xml"):
+            scenario = f.parent.name
+            if failed and scenario in scenarios and scenario not in failed:
+                continue
+            files.append(f)
+    return sorted(files, key=lambda f: (f.stat().st_mtime, str(f)))
+
+
+def digest(lines, limit, junit_dirs=()):
+    """The lines to print: where it failed (molecule's scenario and action), then what failed."""
+    lines = [BOX.sub("", ANSI.sub("", line)) for line in lines]
+    scenarios = {m.group(1) for m in map(MOLECULE_ACTION.match, lines) if m}
+    failed = {}
+    for m in map(MOLECULE_FAILED.match, lines):
         if m:
-            scenario = m.group(1)
-            action = f"molecule scenario {m.group(1)}, action {m.group(2)}"
-        elif line.startswith(("TASK [", "RUNNING HANDLER [")):
-            task = line.rstrip(" *")
-        elif line.startswith(("fatal: [", "failed: [")):
-            # A failure the play expects is followed by "...ignoring".
-            if not any("...ignoring" in later for later in lines[i + 1:i + 4]):
-                # The YAML result format puts the message on the lines after "=>".
-                msg = next((later.strip() for later in lines[i + 1:i + 12] if later.strip().startswith("msg:")), "")
-                found.append((scenario, action, task, f"{line} {msg}".strip()))
-        elif is_failure_line(line):
-            found.append((scenario, action, None, line))
-    # In a log of several molecule scenarios, only those that failed: the others' failures were expected
-    # (a refusal a scenario provokes on purpose).
-    failed = {m.group(1) for m in map(MOLECULE_FAILED.match, lines) if m}
-    if failed:
-        found = [entry for entry in found if entry[0] in failed]
-    found = [entry[1:] for entry in found]
-    out = []
-    seen = set()
-    # The last four failures: a run stops at its failure, and the failures before it were expected
-    # (a rescue, a refusal a scenario provokes on purpose).
-    for where, what, line in found[-4:]:
-        for text in (where, what, line):
-            if text and text not in seen:
-                seen.add(text)
-                out.append(clip(text))
+            failed[m.group(1)] = m.group(2)
+    found = []
+    for name, action in failed.items():
+        found.append(f"molecule scenario {name}, action {action}")
+    reported = []
+    for f in _junit_files(junit_dirs, scenarios, failed):
+        reported.extend(junit_failures(f))
+    # The last four: a run stops at its failure, and the failures before it were expected (a rescue, a
+    # refusal a scenario provokes on purpose, a nested run that must fail).
+    for where, what in reported[-4:]:
+        found.extend([where, what])
+    found.extend(line for line in lines if is_log_failure_line(line, not reported))
+    out, seen = [], set()
+    for text in found:
+        if text and text not in seen:
+            seen.add(text)
+            out.append(clip(text))
     if not out:
         tail = [clip(line) for line in lines if line.strip()][-3:]
-        out = ["no failure line found; the log ends:"] + tail
+        out = ["no failure found in a JUnit file or the log; the log ends:"] + tail
     return out[:limit]
 
 
 def main(argv):
-    step, path = argv[1], argv[2]
-    limit = int(argv[3]) if len(argv) > 3 else 8
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("step")
+    p.add_argument("log")
+    p.add_argument("--junit", action="append", default=[], help="a folder of JUnit XML files (searched recursively)")
+    p.add_argument("--max-lines", type=int, default=8)
+    a = p.parse_args(argv[1:])
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        with open(a.log, encoding="utf-8", errors="replace") as handle:
             lines = [line.rstrip("\n") for line in handle]
     except OSError as exc:
-        print(f"{step}: no log ({exc})")
-        return 0
-    for line in digest(lines, limit):
-        print(f"{step}: {line}")
+        print(f"{a.step}: no log ({exc})")
+        lines = []
+    for line in digest(lines, a.max_lines, [d for d in a.junit if Path(d).is_dir()]):
+        print(f"{a.step}: {line}")
     return 0
 
 

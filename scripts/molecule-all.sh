@@ -30,7 +30,13 @@ logs=$repo/.cache/test/molecule
 mkdir -p "$logs"
 flaky=$repo/.cache/test/flaky
 rm -f "$flaky"
+# Ansible's junit callback (.config/molecule/config.yml enables it for every scenario) writes one JUnit
+# file per ansible-playbook run, nested runs included, into .cache/test/junit/molecule/<scenario>:
+# scripts/failure-digest.py reads the failed tasks from there. Emptied before each run, so it holds the
+# scenario's latest run only.
+junit=$repo/.cache/test/junit/molecule
 run_scenario() {  # $1 scenario, $2 log
+  rm -rf "${junit:?}/$1"; mkdir -p "$junit/$1"
   molecule test -s "$1" 2>&1 | tee "$2"
 }
 # Multi-node scenarios: keep the running nodes' cgroup folders (see sim/cgroup-keeper.sh).
@@ -43,7 +49,7 @@ for s in "${scenarios[@]}"; do
   if run_scenario "$s" "$logs/$s.log"; then result=passed
   elif [ "${MOLECULE_RETRY:-1}" != 0 ]; then
     echo "=== molecule scenario: $s failed; why:"
-    python3 "$repo/scripts/failure-digest.py" "$s" "$logs/$s.log" | tee "$logs/$s.first"
+    python3 "$repo/scripts/failure-digest.py" "$s" "$logs/$s.log" --junit "$junit/$s" | tee "$logs/$s.first"
     echo "=== molecule scenario: $s, once more"
     if run_scenario "$s" "$logs/$s.retry.log"; then
       result=flaky

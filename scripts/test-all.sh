@@ -12,10 +12,13 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 export PATH=$repo/.venv/bin:$PATH ANSIBLE_CONFIG=$repo/ansible.cfg
 declare -a rows; failed=0
-# Each step's output also goes to .cache/test/steps/<step>.log: after the summary, a few lines of each
-# failed step's log say why (scripts/failure-digest.py), where CI's kept tail shows them.
+# Each step's output also goes to .cache/test/steps/<step>.log, and the JUnit files of the steps that
+# write them to .cache/test/junit/<step>/ (pytest's --junitxml; Ansible's junit callback in every
+# molecule scenario, .config/molecule/config.yml): after the summary, a few lines for each failed step
+# say why (scripts/failure-digest.py), where CI's kept tail shows them.
 steps=.cache/test/steps
-rm -rf "$steps" .cache/test/flaky; mkdir -p "$steps"
+junit=.cache/test/junit
+rm -rf "$steps" "$junit" .cache/test/flaky; mkdir -p "$steps" "$junit"
 step() {
   local name=$1; shift
   local start; start=$(date +%s)
@@ -47,8 +50,8 @@ checks() {
   step docs-current scripts/gen-docs.py --check
   step changelog scripts/check-changelog.sh
   step sample-inventory scripts/check-inventory-sample.sh
-  step pytest pytest tests
-  step pytest-payload pytest payload/tests
+  step pytest pytest tests --junitxml="$junit/pytest/results.xml"
+  step pytest-payload pytest payload/tests --junitxml="$junit/pytest-payload/results.xml"
 }
 molecule_all() {
   # Every molecule scenario; MOLECULE_SKIP="roce cluster" leaves scenarios out (scripts/molecule-all.sh).
@@ -93,7 +96,7 @@ echo "total $(( $(date +%s) - start ))s"
 echo "$(( ${#rows[@]} - failed )) passed, $failed failed"
 for row in "${rows[@]}"; do
   read -r name result _ <<<"$row"
-  [ "$result" = FAILED ] && python3 scripts/failure-digest.py "$name" "$steps/$name.log"
+  [ "$result" = FAILED ] && python3 scripts/failure-digest.py "$name" "$steps/$name.log" --junit "$junit/$name"
 done
 # Scenarios that failed once and passed when run again (scripts/molecule-all.sh).
 [ -f .cache/test/flaky ] && cat .cache/test/flaky

@@ -198,9 +198,12 @@ def test_bench_switches_side_by_side_without_torchrun(tmp_path):
         [sys.executable, "-m", "ascendops_trainer", "bench", "--preset", "debug", "--run-dir", str(tmp_path),
          "--bench.steps", "1", "--bench.warmup_steps", "0", "--bench.mode", "switches",
          "--global-batch-size", "2", "--micro-batch-size", "2",
-         "--model.activation_checkpointing", "true"],
+         "--model.activation_checkpointing", "true", "--progress", "plain"],
         env=subprocess_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # progress: the 11 runs of 1 step each, one plain line at the end, on stderr only
+    assert "\r" not in proc.stderr and "bench: 100% 11/11" in proc.stderr, proc.stderr[-3000:]
+    assert "bench:" not in proc.stdout.replace("bench: debug", "")
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("BENCH_RESULT "))
     res = json.loads(line[len("BENCH_RESULT "):])
     assert res["world_size"] == 1 and res["peak_source"] == "measured fp32 matmul"

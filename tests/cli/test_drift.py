@@ -278,9 +278,10 @@ def test_stage_seconds_from_the_play_banners_as_they_come(smap):
     assert m["total_s"] == 25.0 and m["stages"] == {"roce": 8.0}
 
 
-def test_extra_vars_reach_ansible_playbook_as_its_own_minus_e_reads_them(tmp_path):
+def test_extra_vars_reach_ansible_playbook_as_its_own_minus_e_reads_them(tmp_path, monkeypatch):
     """-e values go to ansible-playbook unchanged (through ansible-runner's cmdline): quoted KEY=VALUE pairs,
-    YAML/JSON and @file, each read by Ansible itself, the later value winning."""
+    YAML/JSON and @file (relative to where the command runs, as for ansible-playbook), each read by Ansible
+    itself, the later value winning."""
     target = tmp_path / "seen"
     target.write_text("")
     tasks = (f"    - name: RoCE | What the variables say\n      ansible.builtin.copy:\n        dest: {target}\n"
@@ -290,9 +291,36 @@ def test_extra_vars_reach_ansible_playbook_as_its_own_minus_e_reads_them(tmp_pat
     varfile = tmp_path / "vars.yml"
     varfile.write_text("d: from the file\nb: overridden\n")
     out = tmp_path / "drift.json"
+    monkeypatch.chdir(tmp_path)
     rc = main(["drift", "-i", inv, "--project-dir", proj, "--json", str(out), "-e", "a='two words' b=x",
-               "-e", '{"c": [1, 2]}', "-e", f"@{varfile}", "-e", "d=last"])
+               "-e", '{"c": [1, 2]}', "-e", f"@{varfile.name}", "-e", "d=last"])
     assert rc == d.EXIT_DRIFT, out.read_text() if out.exists() else rc
     change = json.loads(out.read_text())["hosts"]["node1"]["stages"]["roce"][0]
     assert change["diff"] == ["+two words|overridden|[1, 2]|last"]
     assert target.read_text() == ""
+
+
+@pytest.mark.parametrize("value,message", [
+    ("noequals", "-e 'noequals': 'noequals' is not KEY=VALUE"),
+    ("a=1 stray", "-e 'a=1 stray': 'stray' is not KEY=VALUE"),
+    ("@missing.yml", "-e '@missing.yml': {tmp}/missing.yml is not a file"),
+    ("{not json", "-e '{not json': YAML parsing failed"),
+    ("[1, 2]", "-e '[1, 2]': not a mapping of variables"),
+    ('a="open', "-e 'a=\"open': failed at splitting arguments"),
+    ("./vars.yml", "-e './vars.yml': a file of variables is given as @FILE"),
+])
+def test_a_bad_extra_var_is_refused_by_name_before_any_run(tmp_path, capsys, monkeypatch, value, message):
+    """Ansible's own readers judge each -e value before ansible-runner starts anything: ansible-playbook would
+    take a word without `=` silently (as `_raw_params`) and fail on the others only after its start."""
+    import ansible_runner
+
+    def never(**_kwargs):
+        raise AssertionError("ansible-runner started")
+
+    monkeypatch.setattr(ansible_runner, "run", never)
+    monkeypatch.chdir(tmp_path)
+    proj, inv = _project(tmp_path, {}), _inventory(tmp_path)
+    assert main(["drift", "-i", inv, "--project-dir", proj, "-e", "ok=1", "-e", value]) == d.EXIT_ERROR
+    err = capsys.readouterr().err
+    assert err.startswith("ascendops drift: error: " + message.replace("{tmp}", str(tmp_path))), err
+    assert d.extra_vars_args(["ok=1", "", "@" + inv]) == ["-e", "ok=1", "-e", "@" + inv]

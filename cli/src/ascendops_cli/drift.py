@@ -309,14 +309,53 @@ def find_project_dir(start: str | None = None) -> str:
     return os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
+def extra_vars_args(values: Iterable[str]) -> list[str]:
+    """ansible-playbook's `-e` arguments for the command's -e values, each judged first by Ansible's own readers
+    (as ansible-playbook's load_extra_vars reads it: parse_kv for KEY=VALUE, its DataLoader for a YAML/JSON
+    mapping, @FILE), so a value it would refuse only after the run started, or take silently without it being
+    a variable (a word without `=`: `_raw_params`), is refused here, named. The values are passed on as
+    given, except that a relative @FILE becomes absolute: ansible-playbook runs in the project directory,
+    the user meant the file from where they typed the command."""
+    from ansible.errors import AnsibleError
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.parsing.splitter import parse_kv
+
+    args: list[str] = []
+    for value in values:
+        if not value:
+            continue  # ansible-playbook skips it as well
+        if value.startswith("@"):
+            path = os.path.abspath(value[1:])
+            if not os.path.isfile(path):
+                raise ValueError(f"-e {value!r}: {path} is not a file")
+            value = "@" + path  # its content is read by ansible-playbook
+        elif value[0] in "/.":
+            raise ValueError(f"-e {value!r}: a file of variables is given as @FILE")
+        else:
+            try:
+                data = DataLoader().load(value) if value[0] in "[{" else parse_kv(value)
+            except AnsibleError as e:
+                raise ValueError(f"-e {value!r}: {str(e).splitlines()[0]}") from None
+            if not isinstance(data, dict):
+                raise ValueError(f"-e {value!r}: not a mapping of variables (YAML/JSON)")
+            if "_raw_params" in data:
+                raise ValueError(f"-e {value!r}: {data['_raw_params']!r} is not KEY=VALUE "
+                                 "(extra variables: KEY=VALUE ..., a YAML/JSON mapping or @FILE)")
+        args += ["-e", value]
+    return args
+
+
 def run_drift(inventory: str, *, project_dir: str, limit: str | None = None, stages: list[str] | None = None,
               extra_vars: list[str] | None = None, keep_artifacts: str | None = None,
               verbose: bool = False) -> DriftReport:
     """Run the playbooks in check mode with diffs through ansible-runner and build the report.
 
     ``extra_vars``: each value of the command's ``-e``, handed to ansible-playbook's own ``-e`` unchanged
-    (ansible-runner's cmdline), so KEY=VALUE with quoting, YAML/JSON and @file read exactly as there."""
+    (ansible-runner's cmdline), so KEY=VALUE with quoting, YAML/JSON and @file read exactly as there; a
+    value Ansible would not read as variables is refused first, named (extra_vars_args)."""
     import ansible_runner
+
+    extra_args = extra_vars_args(extra_vars or ())
 
     smap = StageMap.load(project_dir)
     chosen = list(stages or STAGES)
@@ -334,6 +373,8 @@ def run_drift(inventory: str, *, project_dir: str, limit: str | None = None, sta
         "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
         "ANSIBLE_CONFIG": os.environ.get("ANSIBLE_CONFIG", os.path.join(project_dir, "ansible.cfg")),
         "ANSIBLE_FORCE_COLOR": "0",
+        # ansible-runner gives ansible-playbook a terminal: without this its errors in the report carry colour codes
+        "ANSIBLE_NOCOLOR": "1",
     }
     started = time.monotonic()
     try:
@@ -341,7 +382,7 @@ def run_drift(inventory: str, *, project_dir: str, limit: str | None = None, sta
             private_data_dir=private, project_dir=project_dir, playbook=wrapper,
             inventory=os.path.abspath(inventory), limit=limit,
             # always --check --diff: drift never changes a node
-            cmdline=shlex.join(["--check", "--diff"] + [a for v in extra_vars or () for a in ("-e", v)]),
+            cmdline=shlex.join(["--check", "--diff", *extra_args]),
             envvars=env, quiet=not verbose, suppress_env_files=True,
         )
         events = list(r.events)

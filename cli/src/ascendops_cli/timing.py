@@ -26,6 +26,11 @@ from collections.abc import Iterable
 from .drift import find_project_dir
 from .stages import StageMap
 
+# Read from the default callback's lines, not from a standard timing callback: ansible.posix.timer gives
+# the whole run's seconds and ansible.posix.profile_tasks / profile_roles the seconds of each task / role,
+# but none of them the seconds of a play (a stage, with its fact gathering, includes and the time between
+# tasks), and none the changed count; scripts/bench-rerun.sh and bench-scale.sh --profile add
+# profile_tasks for the per-task view.
 _PLAY = re.compile(r"^PLAY \[(?P<name>.*)\] \**$")
 _RECAP_HOST = re.compile(r"^(?P<host>\S+)\s+:\s+ok=\d+\s+changed=(?P<changed>\d+)\s")
 

@@ -29,22 +29,30 @@ from .config import JobConfig
 log = logging.getLogger("ascendops_trainer.bench")
 
 
-def _timed(step_fn: Callable[[], Any], warmup: int, steps: int, ctx) -> tuple[float, float, float]:
+def _no_tick() -> None:
+    pass
+
+
+def _timed(step_fn: Callable[[], Any], warmup: int, steps: int, ctx,
+           tick: Callable[[], None] = _no_tick) -> tuple[float, float, float]:
     """Seconds for `steps` steps after `warmup` untimed ones (slowest rank), the last loss, and the
     CPU seconds this process used meanwhile (all its threads; on a CPU run that is the work itself,
-    unaffected by other jobs competing for the cores)."""
+    unaffected by other jobs competing for the cores). `tick` is called after each step (progress; it
+    never synchronizes the device, so the steps are queued as without it)."""
     import torch.distributed as dist
 
     from .parallel import all_gather_object, synchronize
 
     for _ in range(warmup):
         step_fn()
+        tick()
     synchronize(ctx.device_type)  # SYNC: timing starts on an idle device
     dist.barrier()
     t0, c0 = time.perf_counter(), time.process_time()
     loss = None
     for _ in range(steps):
         loss = step_fn()
+        tick()
     synchronize(ctx.device_type)  # SYNC: wait for the last step's kernels
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     return max(all_gather_object(dt, ctx)), float(loss), max(all_gather_object(cpu, ctx))  # SYNC: loss to host
@@ -58,7 +66,7 @@ def _free(device_type: str) -> None:
         getattr(torch, device_type).empty_cache()
 
 
-def _run_deepspeed(cfg: JobConfig, rt, batches) -> dict[str, Any]:
+def _run_deepspeed(cfg: JobConfig, rt, batches, tick: Callable[[], None] = _no_tick) -> dict[str, Any]:
     """`train`'s own engine (Runtime.build_engine: same model, kernels, ZeRO config, optimizer, schedule)."""
     from .kernels import restore_stock_rope
     from .metrics import memory_gib
@@ -77,13 +85,13 @@ def _run_deepspeed(cfg: JobConfig, rt, batches) -> dict[str, Any]:
             engine.step()
         return loss.detach()
 
-    dt, loss, cpu = _timed(step, cfg.bench.warmup_steps, cfg.bench.steps, ctx)
+    dt, loss, cpu = _timed(step, cfg.bench.warmup_steps, cfg.bench.steps, ctx, tick)
     out = {"seconds": dt, "cpu_seconds": cpu, "loss": loss, "mem_gib": memory_gib(ctx.device_type)}
     engine.destroy()
     return out  # the engine goes out of scope here; bench() then frees device memory
 
 
-def _run_torch(cfg: JobConfig, rt, batches) -> dict[str, Any]:
+def _run_torch(cfg: JobConfig, rt, batches, tick: Callable[[], None] = _no_tick) -> dict[str, Any]:
     import torch
 
     from .engine import make_optimizer, make_scheduler
@@ -125,7 +133,7 @@ def _run_torch(cfg: JobConfig, rt, batches) -> dict[str, Any]:
         return loss.detach()
 
     try:
-        dt, loss, cpu = _timed(step, cfg.bench.warmup_steps, cfg.bench.steps, ctx)
+        dt, loss, cpu = _timed(step, cfg.bench.warmup_steps, cfg.bench.steps, ctx, tick)
         out = {"seconds": dt, "cpu_seconds": cpu, "loss": loss, "mem_gib": memory_gib(ctx.device_type)}
     except torch.OutOfMemoryError as e:
         out = {"error": f"out of memory: {str(e).splitlines()[0]}"}
@@ -163,9 +171,48 @@ def _variant(cfg: JobConfig, overrides: dict[str, Any]) -> JobConfig:
     return v
 
 
-def bench(cfg: JobConfig) -> int:
+def bench_runs(cfg: JobConfig) -> list[str]:
+    """The labels of the timed runs `bench` makes, in order (each warmup_steps + steps steps)."""
+    runs: list[str] = []
+    for r in range(cfg.bench.rounds):
+        suffix = f" round {r + 1}/{cfg.bench.rounds}" if cfg.bench.rounds > 1 else ""
+        if cfg.bench.mode in ("both", "torch", "switches"):
+            runs.append("torch" + suffix)
+        if cfg.bench.mode in ("both", "deepspeed"):
+            runs.append("deepspeed" + suffix)
+    if cfg.bench.mode == "switches":
+        runs.extend(label for label, _ in switch_variants(cfg))
+    return runs
+
+
+class _BenchProgress:
+    """`bench`'s progress: steps of all its runs (bench_runs) against their total, the run at hand as postfix.
+    A run that stops early (out of memory) is counted as done, so the meter still ends at its total."""
+
+    def __init__(self, cfg: JobConfig, mode: str, enabled: bool):
+        from .progress import Progress
+
+        self.labels = bench_runs(cfg)
+        self.per_run = cfg.bench.warmup_steps + cfg.bench.steps
+        self.meter = Progress(len(self.labels) * self.per_run, "bench", unit="step", mode=mode, enabled=enabled)
+        self.done_runs = 0
+
+    def start(self) -> Callable[[], None]:
+        self.meter.set_postfix(self.labels[self.done_runs] if self.done_runs < len(self.labels) else "")
+        return lambda: self.meter.update(1)
+
+    def finish(self) -> None:
+        self.done_runs += 1
+        self.meter.update(self.done_runs * self.per_run - self.meter.n)
+
+    def close(self) -> None:
+        self.meter.close()
+
+
+def bench(cfg: JobConfig, progress: str = "off") -> int:
     """Both stacks on `train`'s own set-up (train.Runtime: process group, precision, model config, memory
-    plan and ZeRO stage, FLOPs, peak), then `train`'s engine (Runtime.build_engine) against plain PyTorch."""
+    plan and ZeRO stage, FLOPs, peak), then `train`'s engine (Runtime.build_engine) against plain PyTorch.
+    progress: a progress.MODES value, shown by the first rank on stderr (the summary is unchanged)."""
     from .train import Runtime
 
     rt = Runtime.create(cfg)  # NPU environment before torch, logging, process group, ZeRO auto, peak
@@ -188,12 +235,15 @@ def bench(cfg: JobConfig) -> int:
     results: dict[str, dict[str, Any]] = {}
     # Alternating rounds pair the stacks in time: on a shared machine the load changes between runs.
     runs: dict[str, list[dict[str, Any]]] = {}
+    meter = _BenchProgress(cfg, progress, enabled=ctx.is_main)
     for _ in range(cfg.bench.rounds):
         if cfg.bench.mode in ("both", "torch", "switches"):
-            runs.setdefault("torch", []).append(_run_torch(cfg, rt, batches))
+            runs.setdefault("torch", []).append(_run_torch(cfg, rt, batches, meter.start()))
+            meter.finish()
             _free(ctx.device_type)
         if cfg.bench.mode in ("both", "deepspeed"):
-            runs.setdefault("deepspeed", []).append(_run_deepspeed(cfg, rt, batches))
+            runs.setdefault("deepspeed", []).append(_run_deepspeed(cfg, rt, batches, meter.start()))
+            meter.finish()
             _free(ctx.device_type)
     for name, rs in runs.items():
         ok = sorted((r for r in rs if "seconds" in r), key=lambda r: r["seconds"])
@@ -205,10 +255,12 @@ def bench(cfg: JobConfig) -> int:
     if cfg.bench.mode == "switches":
         for label, overrides in switch_variants(cfg):
             try:
-                results[label] = _run_deepspeed(_variant(cfg, overrides), rt, batches)
+                results[label] = _run_deepspeed(_variant(cfg, overrides), rt, batches, meter.start())
             except Exception as e:  # noqa: BLE001 - one variant failing (e.g. out of memory) must not hide the rest
                 results[label] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}
+            meter.finish()
             _free(ctx.device_type)
+    meter.close()
     order = [k for k in results if k != "torch"] + (["torch"] if "torch" in results else [])
     results = {k: results[k] for k in order}
     for r in results.values():

@@ -900,9 +900,14 @@ def export_from_engine(engine, ctx, out_dir: str, hf_config_dict: dict[str, Any]
 
 
 def export_from_checkpoint(ckpt_dir: str, out_dir: str, tag: str | None = None, dtype_name: str = "bf16",
-                           tokenizer_dir: str | None = None, max_shard_bytes: int = 5 * 2**30) -> str:
+                           tokenizer_dir: str | None = None, max_shard_bytes: int = 5 * 2**30,
+                           progress: str = "off") -> str:
     """Offline export (one process, no devices): merge a checkpoint's ZeRO shards (fp32 master
-    weights, DeepSpeed's zero_to_fp32) and write a HF directory. Returns the tag exported."""
+    weights, DeepSpeed's zero_to_fp32) and write a HF directory. Returns the tag exported.
+
+    progress: a progress.MODES value (stderr only): the tensors converted and written against their
+    number, with the bytes so far. The merge before it is DeepSpeed's and reports nothing."""
+    from .progress import Progress
 
     ckpt = Path(ckpt_dir)
     tag = tag or resolve_resume_tag(ckpt)
@@ -922,8 +927,20 @@ def export_from_checkpoint(ckpt_dir: str, out_dir: str, tag: str | None = None, 
     dtype = _torch_dtype(dtype_name)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    items = ((k, v.to(dtype)) for k, v in sd.items() if not skip_tied(k, hf_config_dict))
-    _write_safetensors_shards(items, out, max_shard_bytes)
+    names = [k for k in sd if not skip_tied(k, hf_config_dict)]
+    with Progress(len(names), "export", unit="tensor", mode=progress) as meter:
+        written = 0
+
+        def items():
+            nonlocal written
+            for k in names:
+                t = sd[k].to(dtype)
+                yield k, t
+                written += t.numel() * t.element_size()
+                meter.set_postfix(f"{written / 2**30:,.2f} GiB")
+                meter.update(1)
+
+        _write_safetensors_shards(items(), out, max_shard_bytes)
     _finish_export(out, hf_config_dict, dtype_name, tokenizer_dir or state.get("tokenizer"),
                    {"source": str(src), "step": state.get("step"), "weights": "fp32 master (zero_to_fp32)",
                     "dtype": dtype_name})

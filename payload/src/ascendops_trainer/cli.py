@@ -10,6 +10,7 @@ from .collective import add_parser as add_collective_parser
 from .config import ConfigError, add_config_arguments, config_from_args
 from .launch import add_parser as add_launch_parser
 from .parallel import RankTableError
+from .progress import add_progress_argument, resolve_interval, resolve_mode
 from .status import EXIT_CONFIG, EXIT_CRASH, EXIT_RANK_TABLE, RunStatus, one_line
 
 
@@ -23,6 +24,7 @@ def _parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="tokens/s and MFU: DeepSpeed stack vs a plain PyTorch loop")
     add_config_arguments(b)
+    add_progress_argument(b)
 
     pr = sub.add_parser("prepare", help="tokenize jsonl/jsonl.gz/parquet/txt files into token shards + index.json")
     pr.add_argument("inputs", nargs="+", help=".jsonl[.gz], .parquet, .txt[.gz]/.md (documents split at blank lines)")
@@ -36,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, 16), help="tokenizer processes")
     pr.add_argument("--val-fraction", type=float, default=0.005,
                     help="share of documents held out as the validation split (0 = none)")
+    add_progress_argument(pr)
 
     e = sub.add_parser("export", help="checkpoint -> Hugging Face directory (offline, one process)")
     e.add_argument("--checkpoint-dir", required=True, help="checkpoint.dir of a run")
@@ -43,6 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--out", required=True)
     e.add_argument("--dtype", choices=("bf16", "fp32"), default="bf16")
     e.add_argument("--tokenizer", help="tokenizer dir to copy (default: the one the data was prepared with)")
+    add_progress_argument(e)
 
     add_collective_parser(sub)  # sets func=: dispatched first in main()
     add_launch_parser(sub)  # sets func=
@@ -88,6 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models and tokenizers are local directories, always
     args = _parser().parse_args(argv)
     try:
+        progress = "off"
+        if hasattr(args, "progress"):
+            try:
+                progress = resolve_mode(args.progress)
+                resolve_interval()  # a bad ASCENDOPS_PROGRESS_INTERVAL is refused before any work
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
         if getattr(args, "func", None):
             return args.func(args)
         if args.cmd == "train":
@@ -95,13 +106,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "bench":
             from .bench import bench
 
-            return bench(config_from_args(args))
+            return bench(config_from_args(args), progress=progress)
         if args.cmd == "prepare":
             from .data import prepare
 
             idx = prepare(args.inputs, args.tokenizer, args.out, shard_tokens=args.shard_tokens,
                           jsonl_field=args.jsonl_field, txt_docs=args.txt_docs, add_eos=not args.no_eos,
-                          workers=args.workers, val_fraction=args.val_fraction)
+                          workers=args.workers, val_fraction=args.val_fraction, progress=progress)
             print(f"prepared {idx['num_tokens']:,} tokens from {idx['num_documents']:,} documents into "
                   f"{len(idx['shards'])} shard(s) in {args.out} (vocab {idx['vocab_size']}, {idx['dtype']}); "
                   f"validation: {idx['val_num_tokens']:,} tokens, {idx['val_num_documents']:,} documents")
@@ -110,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             from .checkpoint import export_from_checkpoint
 
             tag = export_from_checkpoint(args.checkpoint_dir, args.out, tag=args.tag, dtype_name=args.dtype,
-                                         tokenizer_dir=args.tokenizer)
+                                         tokenizer_dir=args.tokenizer, progress=progress)
             print(f"exported {args.checkpoint_dir}/{tag} to {args.out} ({args.dtype})")
             return 0
         if args.cmd == "plot":

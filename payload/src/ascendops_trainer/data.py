@@ -22,7 +22,7 @@ import json
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,10 +48,22 @@ def _open_text(path: str):
     return open(path, encoding="utf-8")
 
 
-def _iter_documents(path: str, jsonl_field: str, txt_docs: str) -> Iterator[str]:
+def _disk_position(f) -> int:
+    """Bytes of the file on disk read so far through text stream `f` (_open_text): the compressed
+    position for .gz. Read-ahead makes it run up to one buffer ahead of the documents yielded."""
+    buf = f.buffer
+    raw = getattr(buf, "fileobj", None)  # gzip.GzipFile: the file underneath
+    return (raw if raw is not None else buf).tell()
+
+
+def _iter_documents(path: str, jsonl_field: str, txt_docs: str,
+                    where: list[Callable[[], int]] | None = None) -> Iterator[str]:
     """Documents of one input file, streamed. JSONL (optionally .gz): one per line (field
     `jsonl_field`). Parquet: column `jsonl_field`, one row group at a time. Text files: txt_docs='blank'
-    splits at blank lines, 'line' makes each non-empty line a document, 'file' takes the whole file."""
+    splits at blank lines, 'line' makes each non-empty line a document, 'file' takes the whole file.
+    where: when given, where[0] becomes a function returning the bytes of the file on disk read so far
+    (progress; called between documents, not per line)."""
+    where = where if where is not None else [lambda: 0]
     if path.endswith(".parquet"):
         try:
             import pyarrow.parquet as pq
@@ -60,13 +72,18 @@ def _iter_documents(path: str, jsonl_field: str, txt_docs: str) -> Iterator[str]
         pf = pq.ParquetFile(path)
         if jsonl_field not in pf.schema_arrow.names:
             raise ValueError(f"{path}: no column '{jsonl_field}' (set --jsonl-field); columns: {pf.schema_arrow.names}")
+        size, groups_read = os.path.getsize(path), [0]
+        where[0] = lambda: size * groups_read[0] // max(pf.num_row_groups, 1)
         for rg in range(pf.num_row_groups):
-            for v in pf.read_row_group(rg, columns=[jsonl_field]).column(0).to_pylist():
+            values = pf.read_row_group(rg, columns=[jsonl_field]).column(0).to_pylist()
+            groups_read[0] = rg + 1
+            for v in values:
                 if v:
                     yield str(v)
         return
     if path.endswith((".jsonl", ".json", ".jsonl.gz", ".json.gz")):
         with _open_text(path) as f:
+            where[0] = lambda: _disk_position(f)
             for n, line in enumerate(f, 1):
                 if not line.strip():
                     continue
@@ -79,6 +96,7 @@ def _iter_documents(path: str, jsonl_field: str, txt_docs: str) -> Iterator[str]
                 yield str(rec[jsonl_field])
         return
     with _open_text(path) as f:
+        where[0] = lambda: _disk_position(f)
         if txt_docs == "file":
             text = f.read()
             if text.strip():
@@ -134,8 +152,10 @@ def _worker_init(tokenizer_dir: str) -> None:
     _TOK = AutoTokenizer.from_pretrained(tokenizer_dir, local_files_only=True)
 
 
-def _encode(docs: list[str]) -> list[list[int]]:
-    return _TOK(docs)["input_ids"]
+def _encode(item: tuple[Any, list[str]]) -> tuple[Any, list[list[int]]]:
+    """(tag, documents) -> (tag, token ids): the tag (where the batch ends in its input) rides along."""
+    tag, docs = item
+    return tag, _TOK(docs)["input_ids"]
 
 
 def is_val_document(doc_number: int, val_fraction: float) -> bool:
@@ -181,7 +201,8 @@ class _ShardWriter:
 
 def prepare(inputs: list[str], tokenizer_dir: str, out_dir: str, shard_tokens: int = 1 << 28,
             jsonl_field: str = "text", txt_docs: str = "blank", add_eos: bool = True,
-            batch_docs: int = 256, workers: int = 1, val_fraction: float = 0.0) -> dict[str, Any]:
+            batch_docs: int = 256, workers: int = 1, val_fraction: float = 0.0,
+            progress: str = "off") -> dict[str, Any]:
     """Tokenize documents into flat shards with an index; returns the index.
 
     Files are streamed (never read whole, except --txt-docs file); batches of documents are
@@ -190,8 +211,14 @@ def prepare(inputs: list[str], tokenizer_dir: str, out_dir: str, shard_tokens: i
     tokenizer already appended it). A `val_fraction` of the documents (chosen by a fixed hash of
     their number) goes to the validation shards. Every shard has a `.docs` file: the int64 offsets
     where documents start, so attention can be masked per document.
+
+    progress: a progress.MODES value (stderr only; the output files are the same for every mode): bytes
+    of the inputs read (compressed size for .gz) against their total, files done, tokens and tokens/s,
+    advanced as tokenized batches arrive, so the ETA follows the tokenizing, not the reading ahead.
     """
     from transformers import AutoTokenizer
+
+    from .progress import Progress
 
     if not os.path.isdir(tokenizer_dir):
         raise FileNotFoundError(f"tokenizer directory {tokenizer_dir} does not exist (nothing is downloaded)")
@@ -217,9 +244,18 @@ def prepare(inputs: list[str], tokenizer_dir: str, out_dir: str, shard_tokens: i
     n_docs = 0
     t0 = time.time()
 
-    def batches() -> Iterator[list[str]]:
-        for path in inputs:
-            yield from _batched(_iter_documents(path, jsonl_field, txt_docs), batch_docs)
+    sizes = [os.path.getsize(p) for p in inputs]
+
+    def batches() -> Iterator[tuple[tuple[int, int], list[str]]]:
+        """((input number, its bytes read at the batch's end), documents)."""
+        for i, path in enumerate(inputs):
+            where: list[Callable[[], int]] = [lambda: 0]
+            for docs in _batched(_iter_documents(path, jsonl_field, txt_docs, where), batch_docs):
+                try:
+                    pos = where[0]()
+                except ValueError:  # the last batch: the file is read to its end and closed
+                    pos = sizes[i]
+                yield (i, min(pos, sizes[i])), docs
 
     pool = None
     if workers > 1:
@@ -228,15 +264,29 @@ def prepare(inputs: list[str], tokenizer_dir: str, out_dir: str, shard_tokens: i
         pool = mp.get_context("fork").Pool(workers, initializer=_worker_init, initargs=(tokenizer_dir,))
         encoded = pool.imap(_encode, batches(), chunksize=1)  # ordered: the output is the same for any worker count
     else:
-        encoded = (tok(b)["input_ids"] for b in batches())
+        encoded = ((tag, tok(b)["input_ids"]) for tag, b in batches())
+    n_tokens, done_bytes = 0, 0
+    meter = Progress(sum(sizes), "prepare", unit="B", unit_scale=True, mode=progress)
+
+    def show(files_done: int, read: int) -> None:
+        nonlocal done_bytes
+        meter.set_postfix(f"files {files_done}/{len(inputs)}, {n_tokens:,} tokens, "
+                          f"{n_tokens / max(time.time() - t0, 1e-9):,.0f} tokens/s")
+        meter.update(read - done_bytes)
+        done_bytes = read
+
     try:
-        for ids_batch in encoded:
+        for (file_no, pos), ids_batch in encoded:
             for ids in ids_batch:
                 if add_eos and eos is not None and (not ids or ids[-1] != eos):
                     ids = [*ids, eos]
                 (val_w if is_val_document(n_docs, val_fraction) else train_w).add(np.asarray(ids, dtype=dtype))
                 n_docs += 1
+                n_tokens += len(ids)
+            show(file_no, sum(sizes[:file_no]) + pos)
+        show(len(inputs), sum(sizes))
     finally:
+        meter.close()
         if pool is not None:
             pool.terminate()
     train_w.flush(final=True)
