@@ -39,6 +39,10 @@ def test_stage_map_reads_every_stage_from_site_yml(smap):
     # the collective pre-flight belongs to the launch stage
     assert smap.stage_of("Collective | All-reduce bandwidth and correctness across every node's devices") == "launch"
     assert smap.stage_of("RoCE | Device NICs, /etc/hccn.conf, host tuning, ping matrix") == "roce"
+    # Every stage site.yml imports is one the report keeps (a stage missing here had its drift dropped).
+    assert [s for s in smap.stage_playbooks if s not in ("validate", "recap") and not s.startswith("_")] == list(STAGES)
+    assert smap.stage_of(None, "/x/roles/slurm/tasks/manage.yml:80") == "slurm"
+    assert smap.stage_of(None, "/x/roles/shared_storage/tasks/nfs.yml:3") == "shared_storage"
 
 
 def test_stage_of_falls_back_to_the_role_or_the_task_file(smap):
@@ -187,7 +191,8 @@ def _project(tmp_path, stage_tasks: dict[str, str]) -> str:
     (proj / "playbooks").mkdir(parents=True)
     names = {"validate": "Validate | inventory", "preflight": "Preflight | OS", "npu_driver": "NPU driver | d",
              "cann": "CANN | c", "roce": "RoCE | r", "container_runtime": "Container runtime | e",
-             "collective": "Collective | a", "launch": "Launch | j"}
+             "shared_storage": "Shared storage | s", "slurm": "Slurm | m", "collective": "Collective | a",
+             "launch": "Launch | j"}
     site = ["---"]
     for stem, name in names.items():
         tasks = stage_tasks.get(stem, "    - name: noop\n      ansible.builtin.ping:\n")
@@ -247,7 +252,7 @@ def test_console_script_help_lists_the_stages():
     env = {**os.environ, "COLUMNS": "200", "PYTHONPATH": os.path.join(REPO, "cli", "src")}
     out = subprocess.run([sys.executable, "-m", "ascendops_cli.main", "drift", "--help"], capture_output=True,
                          text=True, env=env, check=True)
-    assert "preflight, npu_driver, cann, roce, container_runtime, launch" in out.stdout
+    assert "preflight, npu_driver, cann, roce, container_runtime, shared_storage, slurm, launch" in out.stdout
 
 
 # ---- per-stage timing (scripts/bench-rerun.sh)

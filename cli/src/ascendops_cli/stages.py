@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import yaml
 
 # Stages a user names (site.yml order). validate and recap are plays of site.yml but change nothing.
-STAGES = ("preflight", "npu_driver", "cann", "roce", "container_runtime", "launch")
+STAGES = ("preflight", "npu_driver", "cann", "roce", "container_runtime", "shared_storage", "slurm", "launch")
 # Playbooks that belong to another stage than their file name says.
 _PLAYBOOK_STAGE = {"collective": "launch"}
 # Plays that are not a stage a user converges.
