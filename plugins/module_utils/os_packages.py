@@ -16,6 +16,8 @@ standard library and the module's run_command are used.
 
 from __future__ import annotations
 
+import time
+
 DPKG_QUERY = "dpkg-query"
 RPM = "rpm"
 SYSTEMCTL = "systemctl"
@@ -32,14 +34,31 @@ def parse_unit_show(text):
     return {"active": values.get("ActiveState", ""), "enabled": values.get("UnitFileState", "")}
 
 
-def service_states(run, names):
-    """{unit: {"active": ..., "enabled": ...}} through ``run(argv) -> (rc, out, err)``."""
+def parse_started(text, now=None, monotonic=None):
+    """When the unit last became active, in seconds since the epoch, from ``ActiveEnterTimestampMonotonic``
+    (microseconds on CLOCK_MONOTONIC, the clock systemd stamps with; 0 for a unit never started): None when
+    it never was. ``now``/``monotonic``: the current wall and monotonic clocks (tests)."""
+    for line in (text or "").splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "ActiveEnterTimestampMonotonic" and value.strip().isdigit() and int(value) > 0:
+            now = time.time() if now is None else now
+            monotonic = time.monotonic() if monotonic is None else monotonic
+            return round(now - monotonic + int(value) / 1e6, 3)
+    return None
+
+
+def service_states(run, names, started=None):
+    """{unit: {"active": ..., "enabled": ...}} through ``run(argv) -> (rc, out, err)``; with a dict as
+    ``started``, each unit's parse_started() goes there."""
     out = {}
     for name in names:
-        rc, text, err = run([SYSTEMCTL, "show", "--property=ActiveState", "--property=UnitFileState", name])
+        rc, text, err = run([SYSTEMCTL, "show", "--property=ActiveState", "--property=UnitFileState",
+                             "--property=ActiveEnterTimestampMonotonic", name])
         if rc != 0:
             raise RuntimeError(f"systemctl show {name} failed (rc={rc}): {(err or text).strip()}")
         out[name] = parse_unit_show(text)
+        if started is not None:
+            started[name] = parse_started(text) if out[name]["active"] == "active" else None
     return out
 
 
@@ -99,10 +118,11 @@ class OsPackagesInfoTask:
         result = OsPackages(run, manager).state(names)
         if module.params.get("services"):
             systemctl = module.get_bin_path(SYSTEMCTL, required=True)
+            result["started"] = {}
             try:
                 result["services"] = service_states(
                     lambda argv: module.run_command([systemctl] + argv[1:], environ_update={"LC_ALL": "C"}),
-                    module.params["services"])
+                    module.params["services"], result["started"])
             except RuntimeError as exc:
                 module.fail_json(msg=str(exc))
         module.exit_json(changed=False, manager=manager, **result)

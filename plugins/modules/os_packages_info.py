@@ -77,6 +77,14 @@ services:
   returned: when services is given
   type: dict
   sample: {docker: {active: active, enabled: enabled}}
+started:
+  description:
+    - When each unit of I(services) last became active, in seconds since the epoch (from systemd's
+      C(ActiveEnterTimestampMonotonic)); null for a unit that is not active. A daemon started before its
+      configuration file last changed runs on the old file (a run that ended before its handlers).
+  returned: when services is given
+  type: dict
+  sample: {munge: 1765010165.2, slurmd: null}
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from ansible_collections.ascendops.cluster.plugins.module_utils.os_packages import (
     OsPackages,
     dpkg_installed,
+    parse_started,
     parse_unit_show,
     service_states,
 )
@@ -61,14 +64,19 @@ def test_unknown_manager_refused():
         OsPackages(lambda argv: (0, "", ""), "pacman")
 
 
-# systemctl show --property=ActiveState --property=UnitFileState UNIT, as systemd 249/252 print it
+# systemctl show --property=ActiveState --property=UnitFileState --property=ActiveEnterTimestampMonotonic UNIT,
+# as systemd 249/252 print it (the properties in systemd's order, not the order asked; 0 for a unit never started)
 FAKE_SYSTEMCTL = r'''#!/usr/bin/env python3
-import sys
+import sys, time
 units = {"docker": ("active", "enabled"), "chrony": ("active", "disabled"), "containerd": ("failed", "enabled")}
 if sys.argv[1] != "show" or not sys.argv[2].startswith("--property="):
     sys.stderr.write("unexpected call %s\n" % sys.argv); sys.exit(2)
 active, enabled = units.get(sys.argv[-1], ("inactive", ""))
 print("ActiveState=%s" % active)
+# docker became active 100 s ago
+mono = int((time.monotonic() - 100) * 1e6) if sys.argv[-1] in ("docker", "chrony", "containerd") else 0
+if "--property=ActiveEnterTimestampMonotonic" in sys.argv:
+    print("ActiveEnterTimestampMonotonic=%d" % mono)
 print("UnitFileState=%s" % enabled)
 '''
 
@@ -81,6 +89,14 @@ print("UnitFileState=%s" % enabled)
 ])
 def test_parse_unit_show(text, state):
     assert parse_unit_show(text) == state
+
+
+def test_parse_started_from_the_monotonic_stamp():
+    text = "ActiveState=active\nActiveEnterTimestampMonotonic=5000000\nUnitFileState=enabled\n"
+    # booted at wall time 1000 (now 1100 = 100 s on the monotonic clock): active since 1005
+    assert parse_started(text, now=1100.0, monotonic=100.0) == 1005.0
+    assert parse_started("ActiveEnterTimestampMonotonic=0\n", now=1100.0, monotonic=100.0) is None
+    assert parse_started("", now=1.0, monotonic=1.0) is None
 
 
 def test_service_states_fail_names_the_unit():
@@ -103,6 +119,9 @@ def test_module_reports_services_with_the_packages(run_module, tmp_path, monkeyp
         "containerd": {"active": "failed", "enabled": "enabled"},
         "nosuch": {"active": "inactive", "enabled": ""},
     }
+    # When each active unit became active (docker: 100 s before the read); none for a unit not active.
+    assert abs(result["started"]["docker"] - (time.time() - 100)) < 5
+    assert result["started"]["containerd"] is None and result["started"]["nosuch"] is None
     # Without services the answer has no services key (the callers that do not ask are unchanged).
     plain = run_module(os_packages_info.main, {"names": ["gcc"]}, check_mode=True)
     assert "services" not in plain
