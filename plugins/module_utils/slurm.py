@@ -42,6 +42,8 @@ COMMENT_PREFIX = "ascendops:"
 # squeue's fields, in this order, separated by '|' (the comment last: it may hold '|').
 SQUEUE_FORMAT = "%i|%j|%T|%r|%N|%u|%k"
 SINFO_FORMAT = "%N|%P|%G|%T"
+# sacct(1) --format fields for a job that has left slurmctld's memory (MinJobAge), the comment last.
+SACCT_FORMAT = "JobID,JobName,State,ExitCode,NodeList,Elapsed,Comment"
 # Exit codes of the trainer that a new submission does not fix (job_state.DO_NOT_RETRY).
 DO_NOT_RETRY = (2, 3, 4)
 
@@ -295,7 +297,29 @@ def job_summary(info):
             "reason": info.get("Reason", ""), "nodes": info.get("NodeList", ""),
             "restarts": int(info.get("Restarts", "0") or 0), "exit_code": int(code) if code.isdigit() else None,
             "run_time": info.get("RunTime", ""), "comment": info.get("Comment", ""),
-            "batch_host": info.get("BatchHost", "")}
+            "batch_host": info.get("BatchHost", ""), "source": "scontrol"}
+
+
+def parse_sacct(text):
+    """``sacct --noheader --parsable2 --allocations --format=SACCT_FORMAT`` -> [job_summary()-shaped dicts].
+
+    sacct(1): ``--parsable2`` separates fields with ``|`` and ends a line without one; State may carry who
+    cancelled (``CANCELLED by 0``); ExitCode is ``<exit>:<signal>``; a requeued job shows its last run.
+    """
+    jobs = []
+    for line in str(text or "").splitlines():
+        if not line.strip():
+            continue
+        parts = line.split("|", 6)
+        if len(parts) != 7 or not re.fullmatch(r"\d+(_\d+)?(\+\d+)?", parts[0].strip()):
+            raise SlurmError(f"could not read the sacct line {line[:200]!r} (expected {SACCT_FORMAT} with '|')")
+        job_id, _name, state, exit_code, nodes, elapsed, comment = (p.strip() for p in parts)
+        state = state.split()[0] if state else ""
+        code = exit_code.partition(":")[0]
+        jobs.append({"job_id": job_id, "state": state, "code": STATE_CODES.get(state, state), "reason": "",
+                     "nodes": nodes, "restarts": None, "exit_code": int(code) if code.isdigit() else None,
+                     "run_time": elapsed, "comment": comment, "batch_host": "", "source": "sacct"})
+    return jobs
 
 
 def parse_sinfo(text):
@@ -511,12 +535,30 @@ class SlurmJob:
         rc, out, err = self._run([self._bin("scontrol"), "--oneliner", "show", "job", str(job_id)], check=False)
         if rc != 0:
             if "Invalid job id" in (err + out):
-                return None
+                return self.accounted(job_id)
             self.module.fail_json(msg=f"scontrol show job {job_id} failed (exit {rc}): {(err or out).strip()[:500]}")
         try:
             return job_summary(parse_oneliner(out))
         except SlurmError as exc:
             self.module.fail_json(msg=str(exc))
+
+    def accounted(self, job_id):
+        """The job's record in Slurm's accounting (sacct) once slurmctld has forgotten it (MinJobAge), or None
+        where Slurm keeps no records (no slurmdbd: sacct says accounting storage is disabled)."""
+        sacct = self.module.get_bin_path("sacct")
+        if not sacct:
+            return None
+        rc, out, err = self._run([sacct, "--noheader", "--parsable2", "--allocations", f"--jobs={job_id}",
+                                  f"--format={SACCT_FORMAT}"], check=False)
+        if rc != 0:
+            if "accounting storage is disabled" not in (err + out).lower():
+                self.module.warn(f"sacct -j {job_id} failed (exit {rc}): {(err or out).strip()[:300]}")
+            return None
+        try:
+            rows = [j for j in parse_sacct(out) if j["job_id"] == str(job_id)]
+        except SlurmError as exc:
+            self.module.fail_json(msg=str(exc))
+        return rows[-1] if rows else None
 
     def info(self):
         queue = self.queue()
@@ -532,7 +574,7 @@ class SlurmJob:
                 self.module.fail_json(msg=str(exc))
             result["problems"] = cluster_problems(sinfo, self.p["nodes"], self.p["npus_per_node"], self.p["partition"])
             keys = ("KillWait", "Epilog", "JobRequeue", "SLURM_VERSION", "ClusterName", "MinJobAge",
-                    "UnkillableStepTimeout")
+                    "UnkillableStepTimeout", "AccountingStorageType")
             result["config"] = {k: config.get(k) for k in keys}
             result["kill_wait_s"] = seconds(config.get("KillWait"))
         return result

@@ -114,7 +114,8 @@ active:
   elements: str
 last:
   description: With O(job_id) (C(info)), or the cancelled jobs (C(cancelled)) - job_id, state, code, reason, nodes,
-    restarts, exit_code, run_time, comment, batch_host; null when Slurm no longer knows the job.
+    restarts, exit_code, run_time, comment, batch_host, source (C(scontrol), or C(sacct) once slurmctld has
+    forgotten the job after MinJobAge and Slurm keeps job records); null when Slurm no longer knows the job.
   returned: when read
   type: raw
 problems:
@@ -125,7 +126,7 @@ problems:
 config:
   description: >-
     With O(nodes) - KillWait, Epilog, JobRequeue, SLURM_VERSION, ClusterName, MinJobAge,
-    UnkillableStepTimeout.
+    UnkillableStepTimeout, AccountingStorageType.
   returned: action=info with nodes
   type: dict
 kill_wait_s:

@@ -336,3 +336,26 @@ def test_an_accepted_eula_passes_validation(run_validate, tmp_path):
                         "container_runtime_ascend_runtime_version": "26.1.0"})
     assert run.rc == 0, run.out
     assert run.changed_nodes() == ["a2-node01", "a2-node02"]
+
+
+@pytest.mark.parametrize("settings,expected", [
+    ({"slurm_dbd_password": "short#secret"}, "slurm_dbd_password: 16 to 128 characters without #, quotes, backslash"),
+    ({"slurm_dbd_password": "a long enough secret"}, "slurm_dbd_password: 16 to 128 characters without #"),
+    ({"slurm_dbd_port": 80}, "slurm_dbd_port: 80 is not a port from 1024 to 65535"),
+    ({"slurm_mariadb_buffer_pool_size": "lots"}, "slurm_mariadb_buffer_pool_size: lots (a number with K, M or G"),
+])
+def test_slurm_accounting_settings_are_refused_before_any_change(run_validate, settings, expected):
+    run = run_validate({"launch_scheduler": "slurm", "slurm_manage": True, "slurm_accounting": True, **settings})
+    assert run.rc != 0
+    assert "Slurm settings refused before any change" in run.text and expected in run.text
+    # The password is never printed, not even the one refused.
+    assert "short#secret" not in run.text and "a long enough secret" not in run.text
+    assert run.changed_nodes() == []
+
+
+def test_slurm_with_accounting_passes_the_controller_side_validation(run_validate):
+    # No facts in a controller-only validation: the host-name checks wait for the nodes (not an error).
+    run = run_validate({"launch_scheduler": "slurm", "slurm_manage": True, "slurm_accounting": True,
+                        "slurm_dbd_password": "Abcdefgh12345678%:"})
+    assert run.rc == 0, run.out[-3000:]
+    assert run.changed_nodes() == ["a2-node01", "a2-node02"]
