@@ -1,12 +1,19 @@
 """slurm verifier: Slurm's view of the cluster the slurm stage made (both nodes with their NPUs as 'npu' GRES, in
 the partition, answering the controller; one munge key; the collection's configuration files), the job's files
 on each node (the task script from the same container spec as the systemd unit, the batch script) and the state
-side_effect left: the requeued job running on both nodes, each node's container without privileges."""
+side_effect left: the requeued job running on both nodes, each node's container without privileges; Slurm's
+accounting (slurmdbd and MariaDB on node1) holding every run of the job."""
 
 import hashlib
 import json
 
-from ansible_collections.ascendops.cluster.plugins.module_utils.slurm import parse_oneliner, parse_sinfo
+from ansible_collections.ascendops.cluster.plugins.module_utils.slurm import (
+    SACCT_FORMAT,
+    comment_fingerprint,
+    parse_oneliner,
+    parse_sacct,
+    parse_sinfo,
+)
 
 JOB_DIR = "/etc/ascendops"
 MARKER = "Ansible managed: written by the slurm role of ascendops.cluster"
@@ -83,3 +90,41 @@ def test_each_nodes_container_runs_without_privileges(host, expected_npus):
     devices = sorted(d["PathOnHost"] for d in info["HostConfig"]["Devices"])
     assert [d for d in devices if d.startswith("/dev/davinci") and d[-1].isdigit()] == [
         f"/dev/davinci{i}" for i in range(expected_npus)]
+
+
+def test_accounting_database_and_daemon_on_the_controller(host):
+    if host.check_output("hostname") != "node1":
+        assert not host.file("/etc/slurm/slurmdbd.conf").exists
+        return
+    assert host.service("mariadb").is_running and host.service("mariadb").is_enabled
+    assert host.service("slurmdbd").is_running and host.service("slurmdbd").is_enabled
+    conf = host.file("/etc/slurm/slurmdbd.conf")
+    # slurmdbd refuses a configuration others can read; the password is the one the collection made
+    assert conf.user == "slurm" and conf.mode == 0o600
+    lines = conf.content_string.splitlines()
+    assert MARKER in lines[0] and "DbdHost=node1" in lines and "StorageLoc=slurm_acct_db" in lines
+    password = next(line.split("=", 1)[1] for line in lines if line.startswith("StoragePass="))
+    assert len(password) == 32 and password.isalnum()
+    slurm_conf = host.file("/etc/slurm/slurm.conf").content_string.splitlines()
+    assert "AccountingStorageType=accounting_storage/slurmdbd" in slurm_conf
+    assert "AccountingStoreFlags=job_comment" in slurm_conf
+
+
+def test_every_run_of_the_job_is_in_slurms_accounting(host):
+    # From each node: sacct asks slurmdbd on node1 through munge.
+    assert "ascendops" in host.check_output("sacctmgr --noheader --parsable2 show cluster format=Cluster").splitlines()
+    out = host.check_output("sacct --noheader --parsable2 --allocations --starttime=now-1days "
+                            f"--name=ascendops-debug-llama --format={SACCT_FORMAT}")
+    jobs = {j["job_id"]: j for j in parse_sacct(out)}
+    record = json.loads(host.file(f"{JOB_DIR}/slurm-job.json").content_string) \
+        if host.file(f"{JOB_DIR}/slurm-job.json").exists else None
+    states = sorted(j["state"] for j in jobs.values())
+    # the job stop.yml cancelled, and the changed job submitted after it (requeued once, running again)
+    assert "CANCELLED" in states and "RUNNING" in states, out
+    # slurmctld sends the comment (AccountingStoreFlags=job_comment) with a job's completion record: every
+    # ended run carries the collection's fingerprint, the running one gets it when it ends.
+    for job in jobs.values():
+        if job["state"] not in ("RUNNING", "PENDING", "REQUEUED"):
+            assert comment_fingerprint(job["comment"], "ascendops-debug-llama"), job
+    if record:
+        assert jobs[record["job_id"]]["state"] == "RUNNING" and jobs[record["job_id"]]["nodes"] == "node[1-2]"
