@@ -73,9 +73,14 @@ class ActionModule(ActionBase):
             if not isinstance(raw, dict):
                 errors.append(f"{host}: not in the inventory")
                 continue
-            context = dict(layer)
-            context.update(raw)
-            templar = self._templar.copy_with_new_env(available_variables=context)
+            if host == task_vars.get("inventory_hostname"):
+                # The host this task runs on: its own task context (play, role and include vars too), as the
+                # per-host check read it (a role run alone checks its host this way).
+                context, templar = task_vars, self._templar
+            else:
+                context = dict(layer)
+                context.update(raw)
+                templar = self._templar.copy_with_new_env(available_variables=context)
 
             def render(name, host=host, context=context, templar=templar):
                 try:

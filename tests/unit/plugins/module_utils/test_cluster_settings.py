@@ -135,7 +135,7 @@ def roles(tmp_path):
     return tmp_path
 
 
-def _run(action_module, roles_dir, tmp_path, inventory, **args):
+def _run(action_module, roles_dir, tmp_path, inventory, own=None, **args):
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar
 
@@ -151,7 +151,7 @@ def _run(action_module, roles_dir, tmp_path, inventory, **args):
     action._loader = loader
     action._templar = Templar(loader=loader)
     with mock.patch("ansible.plugins.action.ActionBase.run", return_value={}):
-        return action.run(task_vars={"hostvars": hostvars})
+        return action.run(task_vars=dict(own or {}, hostvars=hostvars))
 
 
 def test_each_host_is_rendered_in_its_own_context_with_the_roles_defaults(action_module, roles, tmp_path):
@@ -172,3 +172,14 @@ def test_the_action_refuses_what_the_per_host_check_refused(action_module, roles
     assert "roce_address_offset" in result["problems"][0]
     assert result["problems"][1].startswith("n3: refused before any change: roce_gateway holds a carriage return")
     assert len(result["problems"]) == 2
+
+
+def test_the_host_the_task_runs_on_is_read_in_its_task_context(action_module, roles, tmp_path):
+    # e.g. include_role vars over the inventory's value: what a role run alone checked on its host before
+    inventory = {"n1": {"roce_tls": True}, "n2": {"roce_tls": True}}
+    own = {"inventory_hostname": "n1", "roce_tls": "maybe"}
+    result = _run(action_module, roles, tmp_path, inventory, own=own, roles=["roce"])
+    assert result["failed"]
+    [msg] = result["problems"]
+    assert msg.startswith("n1: refused before any change: the settings of ascendops.cluster.roce: ")
+    assert "n2" not in msg
