@@ -33,6 +33,15 @@ def _load(loader, path, trusted):
     return dict(data or {})
 
 
+def _render(templar, context, host, name, errors):
+    """``name``'s value in ``context``, rendered; None, with the reason added to ``errors``, where it fails."""
+    try:
+        return templar.template(context[name])
+    except AnsibleError as exc:
+        errors.append(f"{host}: {name} cannot be rendered: {exc}")
+        return None
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -81,17 +90,11 @@ class ActionModule(ActionBase):
                 context = dict(layer)
                 context.update(raw)
                 templar = self._templar.copy_with_new_env(available_variables=context)
-
-            def render(name, host=host, context=context, templar=templar):
-                try:
-                    return templar.template(context[name])
-                except AnsibleError as exc:
-                    errors.append(f"{host}: {name} cannot be rendered: {exc}")
-                    return None
-
-            host_values[host] = {role: {name: render(name) for name in spec if name in raw}
+            host_values[host] = {role: {name: _render(templar, context, host, name, errors)
+                                        for name in spec if name in raw}
                                  for role, spec in specs.items()}
-            values[host] = {name: render(name) for name in resolve if name in context}
+            values[host] = {name: _render(templar, context, host, name, errors)
+                            for name in resolve if name in context}
         msgs = errors or cs.settings_problems(specs, host_values, skip)
         result.update(changed=False, values=values)
         if msgs:

@@ -20,6 +20,7 @@ from ansible_collections.ascendops.cluster.plugins.module_utils import setting_c
 # A refusal names at most this many further hosts with the same problem (the count of the rest follows).
 SAME_ON_MAX = 20
 
+
 def _key(values):
     """A hashable key of a host's {name: value} (equal values, equal key)."""
     return json.dumps(values, sort_keys=True, default=repr)

@@ -43,7 +43,7 @@ def test_the_same_argument_spec_errors_as_the_per_host_check():
     hosts = _cluster()
     found = {(host, err) for p in cs.spec_problems(SPEC, hosts) for host in p["hosts"] for err in p["errors"]}
     assert found == _per_host_spec_errors(SPEC, hosts)
-    assert {h for h, _ in found} == {"n3", "n5"}
+    assert {host for host, err in found} == {"n3", "n5"}
 
 
 def test_the_same_control_character_problems_as_the_per_host_check():
@@ -145,7 +145,7 @@ def _run(action_module, roles_dir, tmp_path, inventory, own=None, **args):
     raw = loader.load_from_file(str(path), trusted_as_template=True)
     for host, values in raw.items():
         values.update(inventory_hostname=host)
-    hostvars = SimpleNamespace(raw_get=lambda host: raw.get(host))
+    hostvars = SimpleNamespace(raw_get=raw.get)
     action = action_module.__new__(action_module)
     action._task = SimpleNamespace(args=dict(args, roles_path=str(roles_dir), hosts=list(inventory)))
     action._loader = loader
