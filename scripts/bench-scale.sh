@@ -13,23 +13,26 @@
 # "validate_ms_per_host", "validate_cpu_s"}; *_cpu_s: user + system seconds of ansible-playbook and its
 # forks, steadier than the wall time on a machine shared with other work), then one line with the growth
 # ratios between consecutive sizes.
-#   scripts/bench-scale.sh [--sizes 64,256,1024,4096] [--forks 16] [--keep DIR] [--profile]
-# --profile adds ansible.posix.profile_tasks to each run (logs in the work directory, kept with --keep).
+#   scripts/bench-scale.sh [--sizes 64,256,1024,4096] [--forks 16] [--keep DIR] [--profile] [--only plan|validate]
+# --profile adds ansible.posix.profile_tasks to each run (logs in the work directory, kept with --keep);
+# --only runs one of the two (the other's columns are null, and so are their ratios).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
-sizes=64,256,1024,4096; forks=16; keep=""; profile=0
+sizes=64,256,1024,4096; forks=16; keep=""; profile=0; only=
 while [ $# -gt 0 ]; do
   case "$1" in
     --sizes) sizes=$2; shift 2 ;;
     --forks) forks=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
     --profile) profile=1; shift ;;
+    --only) only=$2; shift 2 ;;
     *) echo "bench-scale.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 [[ $sizes =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "bench-scale.sh: --sizes takes numbers separated by commas" >&2; exit 2; }
 [[ $forks =~ ^[0-9]+$ ]] || { echo "bench-scale.sh: --forks takes a number" >&2; exit 2; }
+[[ $only =~ ^(|plan|validate)$ ]] || { echo "bench-scale.sh: --only takes plan or validate" >&2; exit 2; }
 export PATH=$repo/.venv/bin:$PATH ANSIBLE_CONFIG=$repo/ansible.cfg
 work=${keep:-$(mktemp -d)}
 mkdir -p "$work"
@@ -103,16 +106,22 @@ IFS=, read -r -a list <<<"$sizes"
 for n in "${list[@]}"; do
   inv=$work/inventory-$n
   make_inventory "$n" "$inv"
-  plan=$(run_timed "$work/plan-$n.log" playbooks/plan.yml -i "$inv/hosts.yml")
-  validate=$(run_timed "$work/validate-$n.log" playbooks/validate.yml -i "$inv/hosts.yml" --skip-tags validate_nodes)
-  # "WALL CPU" each: two arguments each, unquoted on purpose
+  plan="nan nan"; validate="nan nan"
+  [ "$only" = validate ] || plan=$(run_timed "$work/plan-$n.log" playbooks/plan.yml -i "$inv/hosts.yml")
+  [ "$only" = plan ] ||
+    validate=$(run_timed "$work/validate-$n.log" playbooks/validate.yml -i "$inv/hosts.yml" --skip-tags validate_nodes)
+  # "WALL CPU" each: two arguments each, unquoted on purpose ("nan nan" for a run left out by --only)
   # shellcheck disable=SC2086
   line=$(python3 -c '
-import json, sys
+import json, math, sys
 n, plan, plan_cpu, validate, validate_cpu = int(sys.argv[1]), *map(float, sys.argv[2:])
-print(json.dumps({"hosts": n, "plan_s": plan, "plan_ms_per_host": round(plan * 1000 / n, 1), "plan_cpu_s": plan_cpu,
-                  "validate_s": validate, "validate_ms_per_host": round(validate * 1000 / n, 1),
-                  "validate_cpu_s": validate_cpu}))
+def num(x):
+    return None if math.isnan(x) else x
+def ms(x):
+    return None if math.isnan(x) else round(x * 1000 / n, 1)
+print(json.dumps({"hosts": n, "plan_s": num(plan), "plan_ms_per_host": ms(plan), "plan_cpu_s": num(plan_cpu),
+                  "validate_s": num(validate), "validate_ms_per_host": ms(validate),
+                  "validate_cpu_s": num(validate_cpu)}))
 ' "$n" $plan $validate)
   echo "$line"
   results+=("$line")
@@ -120,12 +129,12 @@ done
 printf '%s\n' "${results[@]}" | python3 -c '
 import json, sys
 rows = [json.loads(line) for line in sys.stdin if line.strip()]
+def ratio(a, b, key):
+    return None if a[key] is None or b[key] is None else round(b[key] / a[key], 2)
 growth = []
 for a, b in zip(rows, rows[1:]):
     growth.append({"from_hosts": a["hosts"], "to_hosts": b["hosts"], "hosts_ratio": round(b["hosts"] / a["hosts"], 2),
-                   "plan_ratio": round(b["plan_s"] / a["plan_s"], 2),
-                   "plan_cpu_ratio": round(b["plan_cpu_s"] / a["plan_cpu_s"], 2),
-                   "validate_ratio": round(b["validate_s"] / a["validate_s"], 2),
-                   "validate_cpu_ratio": round(b["validate_cpu_s"] / a["validate_cpu_s"], 2)})
+                   "plan_ratio": ratio(a, b, "plan_s"), "plan_cpu_ratio": ratio(a, b, "plan_cpu_s"),
+                   "validate_ratio": ratio(a, b, "validate_s"), "validate_cpu_ratio": ratio(a, b, "validate_cpu_s")})
 print(json.dumps({"growth": growth}))
 '

@@ -22,7 +22,7 @@ def _positions(tasks):
             gather = index
         target = task.get("ansible.builtin.import_role") or {}
         if task.get("ansible.builtin.import_tasks") == "settings_validate.yml" or \
-                target.get("tasks_from") == "settings_validate":
+                target.get("tasks_from") in ("settings_validate", "settings_validate_cluster"):
             settings = index
     return gather, settings
 

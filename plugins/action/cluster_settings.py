@@ -1,0 +1,104 @@
+# Copyright: (c) 2026, ascendops engineering
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action of ascendops.cluster.cluster_settings (documented in plugins/modules/cluster_settings.py): the settings
+the user set on every host of a list, checked against the roles' argument specs in one task on the controller,
+and named variables resolved in each host's own context.
+
+Why an action: the check was two tasks on every host (validate_argument_spec, then an assert), and playbooks/
+plan.yml needed a third (each node's part of the RoCE plan, templated in the host's context). A task on every
+host costs a forked worker and the task's variables, which carry the play's host lists: on 1,024 hosts each
+such task took about 50 CPU seconds. Here each host's variables are read once (hostvars' raw view: the
+inventory, facts, set_fact, -e), the roles' defaults and vars put under them (what the roles bring to the
+host's task context), and every value templated in that context; hosts that set the same values share one
+argument-spec validation (module_utils/cluster_settings.py).
+"""
+
+from __future__ import annotations
+
+import os
+
+from ansible.errors import AnsibleError
+from ansible.plugins.action import ActionBase
+from ansible_collections.ascendops.cluster.plugins.module_utils import cluster_settings as cs
+
+
+def _load(loader, path, trusted):
+    """A role's YAML file ({} when absent); templates in it trusted (role defaults and vars are code)."""
+    if not os.path.isfile(path):
+        return {}
+    try:
+        data = loader.load_from_file(path, trusted_as_template=trusted)
+    except TypeError:  # ansible-core before 2.19: every loaded string is a template already
+        data = loader.load_from_file(path)
+    return dict(data or {})
+
+
+def _render(templar, context, host, name, errors):
+    """``name``'s value in ``context``, rendered; None, with the reason added to ``errors``, where it fails."""
+    try:
+        return templar.template(context[name])
+    except AnsibleError as exc:
+        errors.append(f"{host}: {name} cannot be rendered: {exc}")
+        return None
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _VALID_ARGS = frozenset(("hosts", "roles", "context_roles", "roles_path", "text_skip", "resolve"))
+
+    def _role_files(self, roles_path, roles):
+        """Each role's argument-spec options (main), and the defaults then vars of all of ``roles``, merged."""
+        specs, layer = {}, {}
+        for role in roles:
+            meta = _load(self._loader, os.path.join(roles_path, role, "meta", "argument_specs.yml"), False)
+            specs[role] = dict(((meta.get("argument_specs") or {}).get("main") or {}).get("options") or {})
+        for kind in ("defaults", "vars"):
+            for role in roles:
+                layer.update(_load(self._loader, os.path.join(roles_path, role, kind, "main.yml"), True))
+        return specs, layer
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        args = self._task.args
+        hosts = [str(h) for h in (args.get("hosts") or [])]
+        roles = [str(r) for r in (args.get("roles") or [])]
+        context_roles = list(dict.fromkeys(["ascend", *roles, *[str(r) for r in (args.get("context_roles") or [])]]))
+        roles_path = str(args.get("roles_path") or "")
+        resolve = [str(n) for n in (args.get("resolve") or [])]
+        skip = [str(s) for s in (args.get("text_skip") or [])]
+        if not roles_path or not os.path.isdir(roles_path):
+            raise AnsibleError(f"cluster_settings: roles_path {roles_path!r} is not a directory")
+        specs, layer = self._role_files(roles_path, context_roles)
+        specs = {role: specs[role] for role in roles}
+        hostvars = task_vars.get("hostvars")
+        if hostvars is None or not hasattr(hostvars, "raw_get"):
+            raise AnsibleError("cluster_settings: no hostvars in the task's variables")
+
+        host_values, values, errors = {}, {}, []
+        for host in hosts:
+            raw = hostvars.raw_get(host)
+            if not isinstance(raw, dict):
+                errors.append(f"{host}: not in the inventory")
+                continue
+            if host == task_vars.get("inventory_hostname"):
+                # The host this task runs on: its own task context (play, role and include vars too), as the
+                # per-host check read it (a role run alone checks its host this way).
+                context, templar = task_vars, self._templar
+            else:
+                context = dict(layer)
+                context.update(raw)
+                templar = self._templar.copy_with_new_env(available_variables=context)
+            host_values[host] = {role: {name: _render(templar, context, host, name, errors)
+                                        for name in spec if name in raw}
+                                 for role, spec in specs.items()}
+            values[host] = {name: _render(templar, context, host, name, errors)
+                            for name in resolve if name in context}
+        msgs = errors or cs.settings_problems(specs, host_values, skip)
+        result.update(changed=False, values=values)
+        if msgs:
+            result.update(failed=True, problems=msgs, msg="\n".join(msgs))
+        else:
+            result["msg"] = f"the settings of {', '.join(roles) or 'no role'} pass on {len(hosts)} hosts"
+        return result
