@@ -138,6 +138,23 @@ class BenchConfig:
 
 
 @dataclass
+class ProfileConfig:
+    # Record a window of optimizer steps with torch.profiler (torch_npu.profiler on NPU) and print one summary
+    # line per window: compute, communication, exposed communication, data wait (profile.py). Also turns on
+    # DeepSpeed's comms logger (timing the window's warmup steps only).
+    enabled: bool = False
+    start_step: int = 0  # record from this step of the run (warmup steps before it); 0 = wait, warmup, active
+    wait: int = 1  # steps idle before each window (with start_step 0)
+    warmup: int = 1  # steps traced and discarded before the recorded ones (the comms logger times these)
+    active: int = 3  # steps recorded per window
+    repeat: int = 1  # windows; 0 = until the end of the run
+    ranks: str = "0"  # global ranks that trace: comma-separated (0,8) or all
+    dir: str | None = None  # default: <run_dir>/profile (traces and summary.jsonl under rank<N>/)
+    record_shapes: bool = False  # input shapes of every operator (bigger traces)
+    with_stack: bool = False  # Python stacks of every operator (much bigger traces)
+
+
+@dataclass
 class JobConfig:
     run_dir: str = "runs/ascendops"  # metrics.jsonl, tb/, config.json and (by default) checkpoints/
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -148,6 +165,7 @@ class JobConfig:
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     bench: BenchConfig = field(default_factory=BenchConfig)
+    profile: ProfileConfig = field(default_factory=ProfileConfig)
 
     @property
     def checkpoint_dir(self) -> str:

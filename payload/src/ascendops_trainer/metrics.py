@@ -250,6 +250,19 @@ class MetricsLogger:
             self._tb.add_scalar("eval_loss", record["eval_loss"], record["step"])
             self._tb.flush()
 
+    def log_profile(self, summary) -> None:
+        """A profiled window's summary (profile.WindowSummary) of this rank: the line is logged by the
+        profiler; the main rank also appends it to <run_dir>/profile.jsonl and TensorBoard (profile/*_ms)."""
+        if not self.enabled:
+            return
+        rec = {**summary.record(), "time": time.time()}
+        with open(os.path.join(os.path.dirname(self.path), "profile.jsonl"), "a") as f:
+            f.write(json.dumps(rec) + "\n")
+        if self._tb is not None and summary.steps:
+            for key in ("compute_ms", "communication_ms", "exposed_communication_ms", "data_wait_ms", "wall_ms"):
+                self._tb.add_scalar(f"profile/{key}", rec[key], summary.steps[1])
+            self._tb.flush()
+
     def close(self) -> None:
         if self.enabled:
             self._f.close()

@@ -246,6 +246,10 @@ class Trainer:
         self._setup_data()
         self._setup_checkpoints()
         self.ds_config = self.rt.deepspeed_config()  # after the checkpoint: a resume may fix the ZeRO stage
+        if cfg.profile.enabled:  # the same switch turns on DeepSpeed's comms logger (a user JSON's wins)
+            from .profile import comms_logger_config
+
+            self.ds_config.setdefault("comms_logger", comms_logger_config(cfg.profile))
         if self.resume_plan is not None and self.resume_plan.universal:
             # DeepSpeed reads the universal layout (zero/<param>/...) only when the engine is built for it
             self.ds_config.setdefault("checkpoint", {})["load_universal"] = True
@@ -253,6 +257,7 @@ class Trainer:
         self.step, self.tokens_seen = 0, 0
         self._resume()
         self._setup_metrics()
+        self._setup_profiler()
         self._setup_loop_state()
 
     # ---------------------------------------------------------------- set-up
@@ -401,6 +406,23 @@ class Trainer:
         # whenever the node has NPUs to read (npu-smi and visible devices), whatever device the job trains on
         self.npu_usage = NpuUsageSampler.for_node(cfg.metrics.npu_usage_interval_s, ctx.is_main).start()
 
+    def _setup_profiler(self) -> None:
+        """The profile section's windows (profile.py); after a resume, so the window counts from its step."""
+        from .profile import Profiler
+
+        cfg, ctx = self.cfg, self.ctx
+        try:
+            self.profiler = Profiler(cfg.profile, cfg.run_dir, ctx.rank, ctx.world_size, ctx.device_type,
+                                     self.step + 1, on_summary=self.metrics.log_profile)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        if cfg.profile.enabled and ctx.is_main:
+            w = self.profiler.window
+            log.info("profile: ranks %s record %d step(s) from step %d (warmup %d, every %d steps, %s); traces "
+                     "under %s", cfg.profile.ranks, w.active, self.step + 1 + w.skip_first + w.wait + w.warmup,
+                     w.warmup, w.cycle, f"{w.repeat} window(s)" if w.repeat else "until the end",
+                     os.path.dirname(self.profiler.dir))
+
     def _setup_loop_state(self) -> None:
         import torch
 
@@ -434,7 +456,8 @@ class Trainer:
             if all_agree_flag(self.stop.is_set, self.ctx):
                 return False
             t0 = time.perf_counter()
-            batch, packed_kw = self._batch(self.loader)
+            with self.profiler.data_wait():  # the trace's data-wait label (profile.py)
+                batch, packed_kw = self._batch(self.loader)
             self.data_wait += time.perf_counter() - t0
             loss = causal_lm_loss(self.engine, batch, packed=packed_kw)
             self.engine.backward(loss)
@@ -581,6 +604,10 @@ class Trainer:
             self.interval_steps += 1
             self.tokens_seen += self.tokens_per_step
             gn = self._note_grad_norm()
+            if self.profiler.enabled:
+                t0 = time.perf_counter()
+                self.profiler.step(self.step)  # a window's end writes its trace: not training throughput
+                self.paused += time.perf_counter() - t0
 
             if self.step % cfg.metrics.log_interval == 0 or self.step == total:
                 if not self.log_metrics(lr, gn, t_last):
@@ -609,6 +636,7 @@ class Trainer:
     def close(self) -> None:
         from .parallel import shutdown
 
+        self.profiler.close()
         self.npu_usage.close()
         self.metrics.close()
         self.engine.destroy()
