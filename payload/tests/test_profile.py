@@ -194,3 +194,21 @@ def test_profiled_window_on_the_debug_preset(prepared, tmp_path):
     assert "Comm. Op" in proc.stdout and "all_reduce" in proc.stdout  # DeepSpeed's comms logger table
     ds = json.loads((run / "config.json").read_text())["deepspeed"]
     assert ds["comms_logger"] == {"enabled": True, "verbose": False, "prof_all": True, "debug": False}
+
+
+def test_only_the_listed_rank_traces_while_every_rank_follows_the_window(prepared, tmp_path):
+    """2 processes, profile.ranks 1: rank 1 writes the trace and its summary; rank 0 traces nothing but takes
+    part in the comms logger's summary (a barrier) at the same step - the run ends instead of hanging."""
+    from _trainer_helpers import subprocess_env, torchrun_cmd
+
+    run = tmp_path / "run"
+    proc = subprocess.run(torchrun_cmd(["train", "--preset", "debug", "--data", prepared["data"], "--run-dir",
+                                        str(run), "--steps", "3", "--metrics.tensorboard", "false",
+                                        "--profile.enabled", "true", "--profile.wait", "0", "--profile.active", "1",
+                                        "--profile.ranks", "1"]),
+                          env=subprocess_env(), capture_output=True, text=True, timeout=600, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert (run / "profile" / "rank1" / "window1.pt.trace.json").is_file()
+    assert not (run / "profile" / "rank0").exists() and not (run / "profile.jsonl").exists()
+    assert re.search(r"profile steps 2-2 rank 1 \(host operators\): compute [\d.]+ ms, communication [\d.]+ ms", out)
