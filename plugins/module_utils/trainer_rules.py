@@ -86,13 +86,19 @@ MINIMUMS = {
     "bench.steps": (1, ""),
     "bench.warmup_steps": (0, ""),
     "bench.rounds": (1, ""),
+    "profile.start_step": (0, "0 = wait, warmup, active from the first step"),
+    "profile.wait": (0, ""),
+    "profile.warmup": (0, ""),
+    "profile.active": (1, ""),
+    "profile.repeat": (0, "0 = until the end"),
 }
 INTEGERS = frozenset(("model.num_layers", "model.checkpoint_every", "model.loss_chunk_tokens", "data.seq_len",
                       "train.steps", "train.global_batch_size", "train.micro_batch_size", "train.eval_interval",
                       "train.eval_batches", "optim.warmup_steps", "parallel.zero_hpz_partition_size",
                       "parallel.reduce_bucket_size", "parallel.prefetch_bucket_size", "parallel.dist_timeout_s",
                       "checkpoint.interval", "checkpoint.keep", "metrics.log_interval", "bench.steps",
-                      "bench.warmup_steps", "bench.rounds"))
+                      "bench.warmup_steps", "bench.rounds", "profile.start_step", "profile.wait",
+                      "profile.warmup", "profile.active", "profile.repeat"))
 
 
 def _name(names, key):
@@ -139,11 +145,27 @@ def value_problems(values, names=None):
         elif val < low:
             note = f" ({meaning})" if meaning else ""
             out.append(f"{_name(names, key)} must be >= {low}{note}, got {values[key]}")
+    if values.get("profile.ranks") is not None:
+        found = ranks_problem(values["profile.ranks"], names)
+        if found:
+            out.append(found)
     zero = values.get("parallel.zero_stage")
     if zero is not None and str(zero).strip().lower() not in ZERO_STAGES:
         out.append(f"{_name(names, 'parallel.zero_stage')} must be 0, 1, 2, 3 or auto, "
                    f"got {values['parallel.zero_stage']}")
     return out
+
+
+def ranks_problem(value, names=None):
+    """A message when profile.ranks is neither 'all' nor comma-separated rank numbers >= 0, else None."""
+    text = str(value).strip().lower()
+    if text == "all":
+        return None
+    parts = [x.strip() for x in text.split(",")]
+    if not text or not all(p.isdigit() for p in parts):
+        return (f"{_name(names, 'profile.ranks')} must be 'all' or comma-separated rank numbers such as 0,8, "
+                f"got {value!r}")
+    return None
 
 
 def nearest_multiples(value, step):
@@ -256,6 +278,16 @@ TRAINER_KEYS = frozenset((
     "parallel.reduce_bucket_size",
     "parallel.zero_hpz_partition_size",
     "parallel.zero_stage",
+    "profile.active",
+    "profile.dir",
+    "profile.enabled",
+    "profile.ranks",
+    "profile.record_shapes",
+    "profile.repeat",
+    "profile.start_step",
+    "profile.wait",
+    "profile.warmup",
+    "profile.with_stack",
     "run_dir",
     "train.eval_batches",
     "train.eval_interval",
