@@ -39,8 +39,8 @@ def parse_started(text, now=None, monotonic=None):
     (microseconds on CLOCK_MONOTONIC, the clock systemd stamps with; 0 for a unit never started): None when
     it never was. ``now``/``monotonic``: the current wall and monotonic clocks (tests)."""
     for line in (text or "").splitlines():
-        key, _, value = line.partition("=")
-        if key.strip() == "ActiveEnterTimestampMonotonic" and value.strip().isdigit() and int(value) > 0:
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "ActiveEnterTimestampMonotonic" and value.strip().isdigit() and int(value) > 0:
             now = time.time() if now is None else now
             monotonic = time.monotonic() if monotonic is None else monotonic
             return round(now - monotonic + int(value) / 1e6, 3)
