@@ -246,17 +246,26 @@ def epilog_script(engine_path, header=()):
     return "\n".join(lines)
 
 
-def parse_squeue(text):
-    """``squeue -h -o SQUEUE_FORMAT`` -> [{job_id, name, state, code, reason, nodes, user, comment, fingerprint}]."""
-    jobs = []
+def _job_rows(text, tool, fmt, id_re=r"\d+(_\d+)?"):
+    """Lines of seven '|'-separated fields, a job id first and the comment (which may hold '|') last, as
+    squeue's and sacct's formats here print them; each row stripped, the state (third field) cut to its first
+    word (sacct's ``CANCELLED by 0``). An unreadable line is refused, named."""
+    rows = []
     for line in str(text or "").splitlines():
         if not line.strip():
             continue
-        parts = line.split("|", 6)
-        if len(parts) != 7 or not re.fullmatch(r"\d+(_\d+)?", parts[0].strip()):
-            raise SlurmError(f"could not read the squeue line {line!r} (expected {SQUEUE_FORMAT})")
-        job_id, name, state, reason, nodes, user, comment = (p.strip() for p in parts)
-        state = state.split()[0] if state else ""
+        parts = [p.strip() for p in line.split("|", 6)]
+        if len(parts) != 7 or not re.fullmatch(id_re, parts[0]):
+            raise SlurmError(f"could not read the {tool} line {line[:200]!r} (expected {fmt} with '|')")
+        parts[2] = parts[2].split()[0] if parts[2] else ""
+        rows.append(parts)
+    return rows
+
+
+def parse_squeue(text):
+    """``squeue -h -o SQUEUE_FORMAT`` -> [{job_id, name, state, code, reason, nodes, user, comment, fingerprint}]."""
+    jobs = []
+    for job_id, name, state, reason, nodes, user, comment in _job_rows(text, "squeue", SQUEUE_FORMAT):
         jobs.append({"job_id": job_id, "name": name, "state": state, "code": STATE_CODES.get(state, state),
                      "reason": reason, "nodes": nodes, "user": user, "comment": comment,
                      "fingerprint": comment_fingerprint(comment, name)})
@@ -307,14 +316,8 @@ def parse_sacct(text):
     cancelled (``CANCELLED by 0``); ExitCode is ``<exit>:<signal>``; a requeued job shows its last run.
     """
     jobs = []
-    for line in str(text or "").splitlines():
-        if not line.strip():
-            continue
-        parts = line.split("|", 6)
-        if len(parts) != 7 or not re.fullmatch(r"\d+(_\d+)?(\+\d+)?", parts[0].strip()):
-            raise SlurmError(f"could not read the sacct line {line[:200]!r} (expected {SACCT_FORMAT} with '|')")
-        job_id, _name, state, exit_code, nodes, elapsed, comment = (p.strip() for p in parts)
-        state = state.split()[0] if state else ""
+    for job_id, _name, state, exit_code, nodes, elapsed, comment in _job_rows(text, "sacct", SACCT_FORMAT,
+                                                                             r"\d+(_\d+)?(\+\d+)?"):
         code = exit_code.partition(":")[0]
         jobs.append({"job_id": job_id, "state": state, "code": STATE_CODES.get(state, state), "reason": "",
                      "nodes": nodes, "restarts": None, "exit_code": int(code) if code.isdigit() else None,
