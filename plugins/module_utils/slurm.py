@@ -316,8 +316,9 @@ def parse_sacct(text):
     cancelled (``CANCELLED by 0``); ExitCode is ``<exit>:<signal>``; a requeued job shows its last run.
     """
     jobs = []
-    for job_id, _name, state, exit_code, nodes, elapsed, comment in _job_rows(text, "sacct", SACCT_FORMAT,
-                                                                             r"\d+(_\d+)?(\+\d+)?"):
+    # job ids: 12, an array task 12_3, a heterogeneous component 12+1
+    rows = _job_rows(text, "sacct", SACCT_FORMAT, r"\d+(_\d+)?(\+\d+)?")
+    for job_id, _name, state, exit_code, nodes, elapsed, comment in rows:
         code = exit_code.partition(":")[0]
         jobs.append({"job_id": job_id, "state": state, "code": STATE_CODES.get(state, state), "reason": "",
                      "nodes": nodes, "restarts": None, "exit_code": int(code) if code.isdigit() else None,
