@@ -91,7 +91,8 @@ def test_the_job_ran_as_the_runtime_user_without_capabilities(host, expected_npu
     assert devices == sorted([f"/dev/davinci{i}" for i in range(expected_npus)]
                              + ["/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"])
     mounts = {m["Destination"]: m for m in info["Mounts"]}
-    for ro in ("/usr/local/Ascend/driver", "/etc/ascend_install.info", JOB_DIR, DATA):
+    # /etc/hccn.conf: the device NICs' addresses the roce stage wrote (HCCL of some CANN versions reads them)
+    for ro in ("/usr/local/Ascend/driver", "/etc/ascend_install.info", "/etc/hccn.conf", JOB_DIR, DATA):
         assert mounts[ro]["RW"] is False, ro
     for rw in (CHECKPOINTS, "/var/lib/ascendops/status"):
         assert mounts[rw]["RW"] is True, rw
