@@ -109,3 +109,88 @@ def test_a_rank_that_never_joins_fails_the_pre_flight_naming_the_exit_and_its_er
     assert "node1: collective pre-flight failed: the report has no results" in run.text
     assert "rank 0: timed out waiting for 1 ranks" in run.text
     assert not (tmp_path / "node1" / ".collective-fingerprint").exists()
+
+
+# A stand-in systemctl for roles/launch/tasks/unit_stop.yml: each "node" is a unit of its own (train-<node>); a
+# unit stops (its ranks' final checkpoint, a collective) only once every unit was told to stop. A blocking
+# `stop` waits for that like the real one waits for the unit (and gives up after 10 s, as a timeout would).
+SYSTEMCTL = """#!/usr/bin/env python3
+import os, sys, time
+state, world = os.environ["FAKE_SYSTEMD_DIR"], int(os.environ["FAKE_SYSTEMD_WORLD"])
+args = [a.strip("'") for a in sys.argv[1:]]
+no_block = "--no-block" in args
+args = [a for a in args if a != "--no-block"]
+def requested():
+    return len([n for n in os.listdir(state) if n.endswith(".stop")])
+def active(unit):
+    if not os.path.exists(os.path.join(state, unit + ".stop")):
+        return "active"
+    return "inactive" if requested() >= world else "deactivating"
+with open(os.path.join(state, "calls.log"), "a") as log:
+    log.write(" ".join(sys.argv[1:]) + "\\n")
+cmd = args[0] if args else ""
+if cmd == "daemon-reload":
+    sys.exit(0)
+unit = args[1].removesuffix(".service") if len(args) > 1 else ""
+if cmd == "show" and "--value" in args:
+    print(active(unit))
+elif cmd == "show":
+    enabled = "disabled" if os.path.exists(os.path.join(state, unit + ".disabled")) else "enabled"
+    print(f"Id={unit}.service\\nLoadState=loaded\\nActiveState={active(unit)}\\nSubState=running\\nUnitFileState={enabled}")
+elif cmd == "is-enabled":
+    disabled = os.path.exists(os.path.join(state, unit + ".disabled"))
+    print("disabled" if disabled else "enabled")
+    sys.exit(1 if disabled else 0)
+elif cmd == "disable":
+    open(os.path.join(state, unit + ".disabled"), "w").close()
+elif cmd == "stop":
+    open(os.path.join(state, unit + ".stop"), "w").close()
+    end = time.monotonic() + 10
+    while not no_block and active(unit) != "inactive":
+        if time.monotonic() > end:
+            print(f"Job for {unit}.service timed out.", file=sys.stderr)
+            sys.exit(1)
+        time.sleep(0.2)
+else:
+    print(f"fake systemctl: {sys.argv[1:]}", file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+def test_the_job_stops_on_every_node_together_with_fewer_forks_than_nodes(tmp_path):
+    top = tmp_path / "collections" / "ansible_collections" / "ascendops" / "cluster"
+    tasks = top / "roles" / "launch" / "tasks"
+    tasks.mkdir(parents=True)
+    for name in ("meta", "plugins"):
+        (top / name).symlink_to(ROOT / name)
+    (tasks / "unit_stop.yml").symlink_to(ROOT / "roles" / "launch" / "tasks" / "unit_stop.yml")
+    bin_dir, state = tmp_path / "bin", tmp_path / "systemd"
+    bin_dir.mkdir()
+    state.mkdir()
+    (bin_dir / "systemctl").write_text(SYSTEMCTL)
+    (bin_dir / "systemctl").chmod(0o755)
+    hosts = {node: {"launch_service_name": f"train-{node}"} for node in NODES}
+    inventory = {"all": {"children": {"npu_nodes": {"hosts": hosts}}, "vars": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    play = [{"name": "Stop", "hosts": "npu_nodes", "gather_facts": False, "tasks": [
+        {"name": "Stop | Stop the job", "ansible.builtin.include_role": {
+            "name": "ascendops.cluster.launch", "tasks_from": "unit_stop"},
+         "vars": {"__launch_unit_disable": True, "launch_stop_timeout_s": 10}}]}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=str(tmp_path / "collections"), ANSIBLE_CACHE_PLUGIN="memory",
+               FAKE_SYSTEMD_DIR=str(state), FAKE_SYSTEMD_WORLD=str(len(NODES)),
+               PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), str(tmp_path / "play.yml"),
+           "-i", str(tmp_path / "hosts.yml"), "--forks", "1"]
+    run = Run(subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False))
+    assert run.rc == 0, run.out
+    assert "timed out" not in run.out
+    assert sorted(p.name for p in state.iterdir() if p.suffix in (".stop", ".disabled")) == sorted(
+        [f"train-{n}.stop" for n in NODES] + [f"train-{n}.disabled" for n in NODES])
+    calls = (state / "calls.log").read_text()
+    # every stop was asked without blocking, and each node waited until its unit was inactive
+    stops = [line for line in calls.splitlines() if "stop" in line.split()]
+    assert sorted(stops) == [f"--no-block stop train-{n}" for n in NODES], calls
+    assert run.recap_changed() == {n: 1 for n in NODES}
