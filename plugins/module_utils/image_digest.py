@@ -229,8 +229,8 @@ class TagDrift:
                f"{remote}. Not pulled (a moved tag is reported, never applied): {FIX}.")
         if not check:
             self.module.warn(msg)
-        return self.module.exit_json(state=state, msg=msg, **dict(result, changed=check),
-                              diff={"before": before, "after": f"{image}: {remote}\n"})
+        diff = {"before": before, "after": f"{image}: {remote}\n"}
+        return self.module.exit_json(state=state, msg=msg, diff=diff, **dict(result, changed=check))
 
     def _cannot_tell(self, result, msg):
         self.module.warn(msg)

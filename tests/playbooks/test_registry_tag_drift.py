@@ -75,7 +75,7 @@ def drift_task(out):
 
 def no_pull(docker_calls, engine):
     assert docker_calls and all(c.startswith("image inspect") for c in docker_calls), docker_calls
-    assert all(m == "GET" for m, _, _ in engine.requests), engine.requests
+    assert all(m == "GET" for m, _p, _h in engine.requests), engine.requests
 
 
 def test_check_mode_reports_the_moved_tag_as_a_change_with_both_digests(tmp_path):
@@ -96,7 +96,7 @@ def test_a_run_warns_naming_host_image_digests_and_fix_and_changes_nothing(tmp_p
     assert "container_runtime_registry_pull=always" in out
     assert "changed=0" in out and "failed=0" in out
     no_pull(calls, eng)
-    assert [p for _, p, _ in eng.requests] == [f"/images/{IMAGE}/json", f"/distribution/{IMAGE}/json"]
+    assert [p for _m, p, _h in eng.requests] == [f"/images/{IMAGE}/json", f"/distribution/{IMAGE}/json"]
 
 
 def test_an_unreachable_registry_warns_once_and_the_run_goes_on(tmp_path):
@@ -115,7 +115,7 @@ def test_an_unreachable_registry_warns_once_and_the_run_goes_on(tmp_path):
                                       {"container_runtime_registry_pull": "always"}])
 def test_no_registry_query_when_off_pinned_or_pulled_anyway(tmp_path, settings):
     with moved() as eng:
-        rc, out, _ = run_image_tasks(tmp_path, eng, "--check", **settings)
+        rc, out, _calls = run_image_tasks(tmp_path, eng, "--check", **settings)
     assert rc == 0, out
-    assert not any(p.startswith("/distribution/") for _, p, _ in eng.requests)
+    assert not any(p.startswith("/distribution/") for _m, p, _h in eng.requests)
     assert "skipping: [node3]" in drift_task(out)

@@ -91,7 +91,7 @@ def test_reads_through_the_engine_socket_send_only_gets_and_the_credentials():
         assert d.read_local(eng.host, IMAGE) == [f"{REPO}@{OLD}"]
         assert d.read_local(eng.host, "registry.example.com:5000/other:1") is None  # 404: no such image
         assert d.read_remote(eng.host, IMAGE, auth="abc") == NEW
-    assert [(m, p) for m, p, _ in eng.requests] == [
+    assert [(m, p) for m, p, _h in eng.requests] == [
         ("GET", f"/images/{IMAGE}/json"), ("GET", "/images/registry.example.com:5000/other:1/json"),
         ("GET", f"/distribution/{IMAGE}/json")]
     assert eng.requests[2][2].get("X-Registry-Auth") == "abc"

@@ -22,8 +22,8 @@ def run(run_module, eng, check_mode=False, **args):
 
 
 def only_reads(eng):
-    assert all(m == "GET" for m, _, _ in eng.requests), eng.requests
-    assert not any("/images/create" in p or "/tag" in p for _, p, _ in eng.requests)
+    assert all(m == "GET" for m, _p, _h in eng.requests), eng.requests
+    assert not any("/images/create" in p or "/tag" in p for _m, p, _h in eng.requests)
 
 
 def moved_engine():
@@ -50,7 +50,7 @@ def test_a_moved_tag_in_a_run_is_a_warning_naming_host_image_digests_and_fix_and
     assert OLD in warning and NEW in warning
     assert "image.digest" in warning and "container_runtime_registry_pull=always" in warning
     only_reads(eng)
-    assert [p for _, p, _ in eng.requests] == [f"/images/{IMAGE}/json", f"/distribution/{IMAGE}/json"]
+    assert [p for _m, p, _h in eng.requests] == [f"/images/{IMAGE}/json", f"/distribution/{IMAGE}/json"]
 
 
 def test_the_same_digest_is_quiet(run_module):
@@ -68,7 +68,7 @@ def test_an_image_loaded_from_an_archive_cannot_tell_and_the_registry_is_not_ask
         r = run(run_module, eng, check_mode=True)
     assert not r["changed"] and r["state"] == "unknown" and r["warnings"] == []
     assert "cannot tell" in r["msg"]
-    assert [p for _, p, _ in eng.requests] == [f"/images/{IMAGE}/json"]
+    assert [p for _m, p, _h in eng.requests] == [f"/images/{IMAGE}/json"]
 
 
 def test_a_node_without_the_image_is_absent_not_drift(run_module):
