@@ -112,6 +112,20 @@ def test_loop_items_are_one_change_each_and_no_log_hides_the_values(smap):
     assert "no_log" in r.render() and "censored" not in json.dumps(r.to_json())
 
 
+def test_a_registry_tag_moved_upstream_is_container_runtime_drift_naming_the_image(smap):
+    # docker_tag_drift's check-mode result (roles/container_runtime/tasks/image.yml), as the module returns it
+    image, old, new = "registry.example.com/ascendops/trainer:1.0", "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    events = [ev("runner_on_ok", "node1", "", "Container runtime | Report a registry tag moved since the node pulled "
+                 "it (read-only, never pulled)", "ascendops.cluster.docker_tag_drift",
+                 {"changed": True, "state": "moved", "image": image, "local_digests": [old], "remote_digest": new,
+                  "diff": {"before": f"{image}: {old}\n", "after": f"{image}: {new}\n"}},
+                 task_path="/x/roles/container_runtime/tasks/image.yml:52")]
+    r = d.DriftReport.from_events(events, smap, inventory="inv")
+    (change,) = r.by_host()["node1"]["container_runtime"]
+    assert change.resource == image and change.diff == [f"-{image}: {old}", f"+{image}: {new}"]
+    assert r.exit_code == d.EXIT_DRIFT
+
+
 def test_unreachable_and_failed_hosts_are_errors_named_with_stage_and_task(smap):
     events = [
         ev("runner_on_unreachable", "node3", "Validate | Every role's checks, read-only on the nodes",

@@ -31,7 +31,7 @@ DIFF_LINES = 12
 # A before/after longer than this is reported as "content differs", not line by line.
 BIG_FILE_LINES = 400
 # Result keys that name the resource a task acts on, most specific first.
-_RESOURCE_KEYS = ("dest", "path", "name", "key", "device", "unit", "pkg", "src")
+_RESOURCE_KEYS = ("dest", "path", "name", "key", "device", "unit", "pkg", "src", "image")
 _CENSORED = "censored"
 
 
