@@ -89,7 +89,7 @@ options:
   stat:
     description:
       - With O(ports) and O(status), also read each port's packet statistics (C(hccn_tool -i N -stat -g), one
-        more command per port) into RV(devices[].stat), as M(ascendops.cluster.hccn_info) does.
+        more command per port) into the C(stat) key of RV(devices), as M(ascendops.cluster.hccn_info) does.
     type: bool
     default: false
   conf_file:

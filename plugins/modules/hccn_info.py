@@ -59,7 +59,7 @@ options:
   stat:
     description:
       - With O(status), also read each port's packet statistics (C(hccn_tool -i N -stat -g), one more command per
-        device) into RV(devices[].stat). V(false) runs no such command.
+        device) into the C(stat) key of RV(devices). V(false) runs no such command.
     type: bool
     default: false
 seealso:

@@ -188,7 +188,7 @@ def test_stat_error_counters_above_the_threshold_are_named_with_their_value():
                       .replace("mac_tx_bad_pkt_num:0", "mac_tx_bad_pkt_num:5"))
     (only,) = stat_problems(stat, 1000)  # 1000 is not above 1000
     assert only.startswith("roce_rx_err_pkt_num is 1001 (bad packets received by RoCE; more than 1000, ")
-    assert [p.split(" is ")[0] for p in stat_problems(stat, 0)] == [
+    assert [p.split(" is ", maxsplit=1)[0] for p in stat_problems(stat, 0)] == [
         "roce_rx_err_pkt_num", "mac_tx_bad_pkt_num", "mac_rx_fcs_err_pkt_num"]
     # PFC and pause counters, however high, are never problems
     busy = parse_stat(STAT.replace("mac_rx_pfc_pri4_pkt_num:0", "mac_rx_pfc_pri4_pkt_num:99999999"))
