@@ -15,6 +15,8 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import
     link_flaps,
     merge_hccn_conf,
     optical_problems,
+    pfc_highest,
+    stat_problems,
 )
 
 SINGLE_SUBNET_MODELS = ("910b",)
@@ -355,7 +357,29 @@ def _health_checks(dev, label, optics, link_flaps_max, link_flap_window_s, probl
     return found
 
 
-def roce_report(info, plan, host, expected_speed_mbps=0, optics=False, link_flaps_max=-1, link_flap_window_s=3600):
+def _stat_checks(dev, label, max_errors, problems, notes):
+    """The packet-statistics findings of one port (``hccn_tool -stat -g``, read with the module's ``stat``):
+    error counters above ``max_errors`` (< 0: not judged) are problems. Returns the port's highest PFC or
+    pause counter ``(count, name)`` or None (reported per node, never refused)."""
+    if "stat" not in dev:
+        return None
+    error = dev.get("stat_error")
+    stat = dev.get("stat")
+    if not stat:
+        if _unreadable(error):
+            problems.append(f"{label}: {error}")
+        elif error:
+            notes.append(f"{label}: packet statistics not read ({error})")
+        return None
+    if max_errors is not None and int(max_errors) >= 0:
+        problems.extend(f"{label}: {finding}; likely cause: cable, optics or switch port"
+                        for finding in stat_problems(stat, max_errors))
+    highest = pfc_highest(stat)
+    return (highest[1], highest[0]) if highest else None
+
+
+def roce_report(info, plan, host, expected_speed_mbps=0, optics=False, link_flaps_max=-1, link_flap_window_s=3600,
+                stat_max_errors=-1):
     """The cluster-wide report's part for one node: ``{"problems": [...], "notes": [...]}`` from an
     ``hccn_info`` (or ``hccn`` with ``status``) result and the node's plan entries, each line naming the
     node and the NPU.
@@ -369,11 +393,15 @@ def roce_report(info, plan, host, expected_speed_mbps=0, optics=False, link_flap
     With ``optics``: no optical module, or light under the module's own low threshold
     (``hccn_tool -optical -g``), is a problem; on a down port it is named as the likely cause. With
     ``link_flaps_max`` >= 0: more link-downs than that in the last ``link_flap_window_s`` seconds
-    (``hccn_tool -link_stat -g``) is a problem. An output that cannot be read is a problem showing it;
-    a tool that refuses the read is a note.
+    (``hccn_tool -link_stat -g``) is a problem. With ``stat_max_errors`` >= 0, on ports whose packet
+    statistics were read (``hccn_tool -stat -g``): an error counter (RoCE receive/send errors, bad or FCS-error
+    frames) above it is a problem naming the NPU, the counter and its value; the node's highest PFC or pause
+    counter is a note (congestion somewhere on the path; never refused). An output that cannot be read is a
+    problem showing it; a tool that refuses the read is a note.
     """
     problems = []
     notes = []
+    pfc = []
     planned = {str(d["device_id"]): d for d in plan or []}
     for dev in (info or {}).get("devices", []):
         label = f"{host} NPU {dev['device_id']}"
@@ -381,6 +409,9 @@ def roce_report(info, plan, host, expected_speed_mbps=0, optics=False, link_flap
         netdetect = dev.get("netdetect") if "netdetect" in dev else (want or {}).get("netdetect")
         link = str(dev.get("link") or "unknown")
         optics_found = _health_checks(dev, label, optics, link_flaps_max, link_flap_window_s, problems, notes)
+        highest = _stat_checks(dev, label, stat_max_errors, problems, notes)
+        if highest and highest[0] > 0:
+            pfc.append(highest + (str(dev["device_id"]),))
         if link.upper() != "UP":
             cause = ("; ".join(optics_found) + ", so likely the optics or fibre") if optics_found else \
                 "cable, optics or switch port"
@@ -413,6 +444,10 @@ def roce_report(info, plan, host, expected_speed_mbps=0, optics=False, link_flap
         if want and (dev.get("address"), dev.get("netmask")) != (want["address"], want["netmask"]):
             problems.append(f"{label}: address is {dev.get('address')}/{dev.get('netmask')}, the plan says "
                             f"{want['address']}/{want['netmask']}")
+    if pfc:
+        count, name, device = max(pfc, key=lambda entry: entry[0])
+        notes.append(f"{host}: highest PFC/pause counter NPU {device} {name} = {count} (hccn_tool -stat -g since the "
+                     "driver started; pauses mean congestion on the path, reported only)")
     for ping in (info or {}).get("pings", []):
         if not ping.get("ok"):
             peer = f"{ping.get('host', '?')} NPU {ping.get('device_id', ping.get('device'))}"

@@ -29,6 +29,12 @@ Outputs are read by their structure (vendor facts):
   : 0.1445 mW``, ``Rx Los Flag : 0x0``, ...); ``[device 0]current time        : Wed Jun  7 10:08:28
   2023``, ``[device 0]link up count       : 2``, ``[device 0]link change records :`` and one
   ``[device 0]    Tue Jun  6 16:32:10 2023    LINK DOWN`` line per change.
+* ``-stat -g`` (the tool's own source, hicann/driver ``src/custom/network/hccn/ascend910B/hccn_tool/tool.c``,
+  ``tool_display_stat_info``; MindCluster FaultDiag's user guide prints the same): a title ``packet
+  statistics:`` then one ``name:count`` line per counter (``mac_tx_mac_pause_num:0``,
+  ``mac_tx_pfc_pri0_pkt_num:0`` .. ``mac_rx_pfc_pri7_pkt_num``, ``mac_rx_bad_pkt_num``,
+  ``mac_rx_fcs_err_pkt_num``, ``roce_rx_err_pkt_num``, ``roce_tx_err_pkt_num``, ..., ``nic_rx_all_oct_num``),
+  cumulative since the driver started or the last ``-stat -c``.
 * set commands print ``Cmd executed successfully!``; a concurrent call prints
   ``hccn_tool is busy, please try again`` (retry).
 * A port whose link is down answers ``-prio_tc -g`` / ``-pfc -g`` with a non-zero exit and
@@ -322,6 +328,65 @@ def link_flaps(link_stat, window_s):
     return len([s for s in link_stat.get("downs_ago_s") or [] if 0 <= s <= window_s])
 
 
+_STAT_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)\s*:\s*(.*?)\s*$")
+# a title ("packet statistics:"): words with a space between them and a colon, no value
+_STAT_TITLE = re.compile(r"^\s*[A-Za-z][A-Za-z0-9_-]*(?:\s+[A-Za-z0-9_-]+)+\s*:\s*$")
+# The error counters the RoCE check judges (names as hccn_tool's tool.c prints them): packets the RoCE
+# engine received or sent bad, and the MAC's bad and FCS-error frames (a cable, optics or switch port)
+STAT_ERROR_COUNTERS = OrderedDict([
+    ("roce_rx_err_pkt_num", "bad packets received by RoCE"),
+    ("roce_tx_err_pkt_num", "bad packets sent by RoCE"),
+    ("mac_rx_bad_pkt_num", "bad frames received"),
+    ("mac_tx_bad_pkt_num", "bad frames sent"),
+    ("mac_rx_fcs_err_pkt_num", "frames received with FCS errors"),
+])
+_PFC_PRIORITY = re.compile(r"^mac_(?:tx|rx)_(?:pfc_pri[0-7]_pkt|mac_pause)_num$")
+_PFC_TOTAL = re.compile(r"^mac_(?:tx|rx)_pfc_pkt_num$")
+
+
+def parse_stat(text):
+    """``-stat -g`` -> ``OrderedDict(counter name -> int)`` in the order printed. Read by structure: every
+    ``name:count`` (or ``name : count``) line; title lines (``packet statistics:``) and blank lines are
+    skipped. A line that is neither (a value that is not a whole number, no colon) is refused naming
+    it, and so is an output without a single counter."""
+    counters = OrderedDict()
+    for line in _lines(text):
+        if _STAT_TITLE.match(line):
+            continue
+        m = _STAT_LINE.match(line)
+        if not m or not m.group(2).isdigit():
+            raise _unreadable(text, "-stat -g", "'name:count' with a whole number", line)
+        counters[m.group(1)] = int(m.group(2))
+    if not counters:
+        raise _unreadable(text, "-stat -g", "'name:count' lines")
+    return counters
+
+
+def stat_problems(stat, max_errors):
+    """The error counters of one port (``parse_stat``'s result) above ``max_errors``, one sentence each
+    naming the counter and its value; an output carrying none of the error counters is one too (a
+    tool whose names changed must not pass unseen). Counters are cumulative since the driver started
+    (or the last ``hccn_tool -i N -stat -c``): a few on a long-running node are normal."""
+    present = [name for name in STAT_ERROR_COUNTERS if name in stat]
+    if not present:
+        return ["hccn_tool -stat -g printed none of the error counters " + ", ".join(STAT_ERROR_COUNTERS)]
+    return [f"{name} is {stat[name]} ({STAT_ERROR_COUNTERS[name]}; more than {int(max_errors)}, hccn_tool "
+            "-stat -g, counted since the driver started or the last -stat -c)"
+            for name in present if stat[name] > int(max_errors)]
+
+
+def pfc_highest(stat):
+    """``(name, count)`` of the highest PFC or pause counter of one port (``parse_stat``'s result): the
+    per-priority ``mac_{tx,rx}_pfc_priN_pkt_num`` and ``mac_{tx,rx}_mac_pause_num`` counters (the
+    ``mac_{tx,rx}_pfc_pkt_num`` totals only where no per-priority counter is printed); None when the
+    output has none."""
+    names = [n for n in stat if _PFC_PRIORITY.match(n)] or [n for n in stat if _PFC_TOTAL.match(n)]
+    if not names:
+        return None
+    best = max(names, key=lambda n: stat[n])
+    return best, stat[best]
+
+
 def parse_tls(text):
     """``-tls -g`` -> ``{"dev_id": int|None, "enabled": bool, "certificates": bool}``.
 
@@ -538,28 +603,32 @@ class HccnTool:
             "mtu": parse_mtu(self.run(device, "-mtu", "-g")),
         }
 
-    def link_state(self, device):
+    def link_state(self, device, stat=False):
         """Link, net health and speed of one device, and its optics and link history (``optical``,
         ``link_stat``: parsed, or None with the reason in ``optical_error`` / ``link_stat_error``: a tool
-        that refuses the read, or an output that cannot be read, is reported for the port, not raised)."""
+        that refuses the read, or an output that cannot be read, is reported for the port, not raised);
+        with ``stat`` also its packet statistics (``stat`` / ``stat_error``, ``-stat -g``: one more read)."""
         out = {
             "link": parse_link(self.run(device, "-link", "-g")),
             "health": parse_net_health(self.run(device, "-net_health", "-g")),
             "speed_mbps": parse_speed(self.run(device, "-speed", "-g")),
         }
-        for key, args, parse in (("optical", ("-optical", "-g"), parse_optical),
-                                 ("link_stat", ("-link_stat", "-g"), parse_link_stat)):
+        reads = [("optical", ("-optical", "-g"), parse_optical),
+                 ("link_stat", ("-link_stat", "-g"), parse_link_stat)]
+        if stat:
+            reads.append(("stat", ("-stat", "-g"), parse_stat))
+        for key, args, parse in reads:
             try:
                 out[key], out[f"{key}_error"] = parse(self.run(device, *args)), None
             except HccnError as exc:
                 out[key], out[f"{key}_error"] = None, str(exc)
         return out
 
-    def status(self, device):
-        """Link, net health, speed and addresses of one device."""
+    def status(self, device, stat=False):
+        """Link, net health, speed and addresses of one device (with ``stat``: its packet statistics)."""
         out = {"device_id": str(device)}
         out.update(self.read_config(device))
-        out.update(self.link_state(device))
+        out.update(self.link_state(device, stat=stat))
         return out
 
     def ping(self, device, address, count=None):
@@ -790,14 +859,14 @@ def hccn_ports_module(module):
             nic = HccnDevice(tool, device)
             plan = nic.prepare(want)
             if p["status"]:
-                plan["link_state"] = tool.link_state(device)
+                plan["link_state"] = tool.link_state(device, stat=p.get("stat"))
             plans.append((nic, plan))
         for nic, plan in plans:
             device = nic.device
             if plan["commands"] and not module.check_mode:
                 plan["after"] = nic.execute(plan)
                 if p["status"]:
-                    plan["link_state"] = tool.link_state(device)
+                    plan["link_state"] = tool.link_state(device, stat=p.get("stat"))
     except HccnError as exc:
         module.fail_json(msg=f"device {device}: {exc}{_hint(exc)}", device=device)
     ports = []
@@ -924,7 +993,7 @@ def hccn_info_module(module):
     status = []
     try:
         for device in devices:
-            entry = tool.status(device)
+            entry = tool.status(device, stat=p.get("stat"))
             entry["phy_id"] = _phy_id(phy_ids, device)
             status.append(entry)
         pings = []

@@ -86,6 +86,12 @@ options:
       - With O(ports), also read each port's link, net health and speed and return RV(devices).
     type: bool
     default: false
+  stat:
+    description:
+      - With O(ports) and O(status), also read each port's packet statistics (C(hccn_tool -i N -stat -g), one
+        more command per port) into the C(stat) key of RV(devices), as M(ascendops.cluster.hccn_info) does.
+    type: bool
+    default: false
   conf_file:
     description:
       - With O(ports), also merge every port's settings into this file (C(/etc/hccn.conf), from which
@@ -191,7 +197,8 @@ devices:
       mode, as it is) in the shape of M(ascendops.cluster.hccn_info)'s C(devices).
     - "C(speed_mbps) is null where hccn_tool prints C(Speed: Unknown!); C(qos_link_down=true) where the
       port refused the QoS reads (link down)."
-    - C(optical), C(link_stat) and their C(_error) keys as in M(ascendops.cluster.hccn_info).
+    - C(optical), C(link_stat) (and with O(stat), C(stat)) and their C(_error) keys as in
+      M(ascendops.cluster.hccn_info).
   returned: with O(ports) and O(status)
   type: list
   elements: dict
@@ -240,6 +247,7 @@ def main():
                 tls=dict(type="bool"),
             ), required_together=[["address", "netmask"]]),
             status=dict(type="bool", default=False),
+            stat=dict(type="bool", default=False),
             conf_file=dict(type="path"),
             send_arp_status=dict(type="int", default=1),
             phy_ids=dict(type="list", elements="str", default=[]),

@@ -56,6 +56,12 @@ options:
         caller that has just read the ports (M(ascendops.cluster.hccn) with O(ascendops.cluster.hccn#module:status)).
     type: bool
     default: true
+  stat:
+    description:
+      - With O(status), also read each port's packet statistics (C(hccn_tool -i N -stat -g), one more command per
+        device) into the C(stat) key of RV(devices). V(false) runs no such command.
+    type: bool
+    default: false
 seealso:
   - module: ascendops.cluster.hccn
 """
@@ -82,6 +88,9 @@ devices:
       C(hccn_tool -link_stat -g) read (C(up_count), C(down_count), C(downs_ago_s) - seconds before the tool's
       current time of each recorded link-down); each null with the reason in C(optical_error) /
       C(link_stat_error) where the tool refused the read or its output could not be read.
+    - With O(stat), C(stat) is C(hccn_tool -stat -g) read (every counter the tool prints, by name, as an
+      integer - cumulative since the driver started or the last C(-stat -c)), null with the reason in
+      C(stat_error) likewise; without O(stat) neither key is there.
   returned: always
   type: list
   elements: dict
@@ -101,6 +110,9 @@ devices:
       optical_error: null
       link_stat: {up_count: 2, down_count: null, downs_ago_s: [63378]}
       link_stat_error: null
+      stat: {mac_tx_mac_pause_num: 0, mac_rx_pfc_pri4_pkt_num: 1532, mac_rx_bad_pkt_num: 0,
+             mac_rx_fcs_err_pkt_num: 0, roce_rx_err_pkt_num: 0, roce_tx_err_pkt_num: 0}
+      stat_error: null
 pings:
   description:
     - One entry per ping asked (the entry's own keys, plus the result).
@@ -128,6 +140,7 @@ def main():
             ping=dict(type="list", elements="dict", default=[]),
             ping_count=dict(type="int"),
             status=dict(type="bool", default=True),
+            stat=dict(type="bool", default=False),
             hccn_tool=dict(type="path", default=DEFAULT_HCCN_TOOL),
             missing_msg=dict(type="str"),
             retries=dict(type="int", default=10),

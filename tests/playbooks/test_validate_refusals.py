@@ -359,3 +359,10 @@ def test_slurm_with_accounting_passes_the_controller_side_validation(run_validat
                         "slurm_dbd_password": "Abcdefgh12345678%:"})
     assert run.rc == 0, run.out[-3000:]
     assert run.changed_nodes() == ["a2-node01", "a2-node02"]
+
+
+def test_a_negative_roce_stat_max_errors_is_refused_naming_it(run_validate):
+    run = run_validate({"roce_stat_max_errors": -5})
+    assert run.rc != 0
+    assert "roce_stat_max_errors a whole number 0 or more (is -5" in run.text and "a2-node01" in run.text
+    assert run.changed_nodes() == []

@@ -323,3 +323,40 @@ def test_optics_and_link_history_read_by_the_collections_parsers(booted_node):
     assert optical_problems(parse_optical(out(h("-i", "0", "-optical", "-g"))))[0].startswith(
         "the optical module receives 0 mW")
     assert link_flaps(parse_link_stat(out(h("-i", "0", "-link_stat", "-g"))), 3600) == 1
+
+
+def test_packet_statistics_have_the_tools_layout_and_injected_counters(booted_node):
+    """`-stat -g` prints hccn_tool's own lines in its order (fixtures/hccn_tool/outputs.json stat_get: the title,
+    then `name:count`), every counter zero; `ascend-sim fault port-stat` raises one on one port, `fault clear`
+    zeroes it."""
+    h = booted_node.hccn
+
+    def layout(text):
+        return [line.split(":")[0] for line in text.splitlines()]
+
+    text = out(h("-i", "0", "-stat", "-g"))
+    assert layout(text) == layout(VENDOR["stat_get"]["text"])
+    assert text.startswith("packet statistics:\n") and all(line.split(":")[1] == "0" for line in text.splitlines()[1:])
+    assert booted_node.sim("fault", "port-stat", "1", "roce_rx_err_pkt_num", "4321").returncode == 0
+    assert "\nroce_rx_err_pkt_num:4321\n" in out(h("-i", "1", "-stat", "-g"))
+    assert "\nroce_rx_err_pkt_num:0\n" in out(h("-i", "0", "-stat", "-g"))  # the other port is untouched
+    bad = booted_node.sim("fault", "port-stat", "1", "no_such_counter", "1")
+    assert bad.returncode != 0 and "no counter no_such_counter" in bad.stdout + bad.stderr
+    booted_node.sim("fault", "clear")
+    assert "\nroce_rx_err_pkt_num:0\n" in out(h("-i", "1", "-stat", "-g"))
+
+
+def test_packet_statistics_read_by_the_collections_parser(booted_node):
+    from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import (
+        parse_stat,
+        pfc_highest,
+        stat_problems,
+    )
+
+    h = booted_node.hccn
+    assert stat_problems(parse_stat(out(h("-i", "0", "-stat", "-g"))), 0) == []
+    booted_node.sim("fault", "port-stat", "0", "mac_rx_fcs_err_pkt_num", "2000")
+    booted_node.sim("fault", "port-stat", "0", "mac_rx_pfc_pri3_pkt_num", "77")
+    stat = parse_stat(out(h("-i", "0", "-stat", "-g")))
+    assert [p.split(" is ")[0] for p in stat_problems(stat, 1000)] == ["mac_rx_fcs_err_pkt_num"]
+    assert pfc_highest(stat) == ("mac_rx_pfc_pri3_pkt_num", 77)

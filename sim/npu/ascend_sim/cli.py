@@ -8,6 +8,7 @@ There is no vendor counterpart; it stands for what the physical machine does (po
   ascend-sim fault hccn-busy [count]           (default 1)
   ascend-sim fault tls-certs <npu> <present|absent>
   ascend-sim fault ecc <npu> <double-bit errors> [isolated pages]
+  ascend-sim fault port-stat <npu> <counter> <value>   (a hccn_tool -stat -g counter, e.g. roce_rx_err_pkt_num)
   ascend-sim fault clear
   ascend-sim hardware [--npus N] [--model 910B1..910B4] [--hbm-mb MB]
                       [--nic-interface IF|none] [--factory-firmware V]
@@ -20,7 +21,7 @@ import json
 import sys
 import time
 
-from . import boot, events, hardware, installinfo, netcfg, paths, pci, state
+from . import boot, events, hardware, hccn, installinfo, netcfg, paths, pci, state
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,7 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     ecc.add_argument("npu", type=int)
     ecc.add_argument("double_bit", type=int)
     ecc.add_argument("isolated_pages", type=int, nargs="?", default=0)
-    fsub.add_parser("clear", help="all NPUs healthy, links up, no ECC errors, no busy hccn_tool")
+    port_stat = fsub.add_parser("port-stat", help="set one packet counter of one NPU's port (hccn_tool -stat -g)")
+    port_stat.add_argument("npu", type=int)
+    port_stat.add_argument("counter")
+    port_stat.add_argument("value", type=int)
+    fsub.add_parser("clear", help="all NPUs healthy, links up, no ECC errors, zero port counters, no busy hccn_tool")
     hw = sub.add_parser("hardware", help="write /etc/ascend-sim/hardware.json")
     hw.add_argument("--npus", type=int)
     hw.add_argument("--model", choices=hardware.MODELS)
@@ -106,6 +111,16 @@ def _fault(args) -> None:
         with state.update() as st:
             st["npus"][str(args.npu)]["ecc"] = {"double_bit": args.double_bit, "isolated_pages": args.isolated_pages}
         events.log_event(f"fault ecc {args.npu} {args.double_bit} {args.isolated_pages}")
+    elif args.fault == "port-stat":
+        _check_npu(args.npu, hw)
+        if args.counter not in hccn.STAT_COUNTERS:
+            raise SystemExit(f"ascend-sim: hccn_tool -stat -g has no counter {args.counter}")
+        if args.value < 0:
+            raise SystemExit("ascend-sim: a counter must be >= 0")
+        with state.update() as st:
+            counters = st["npus"][str(args.npu)].setdefault("port_stat", {})
+            counters[args.counter] = args.value
+        events.log_event(f"fault port-stat {args.npu} {args.counter} {args.value}")
     elif args.fault == "hccn-busy":
         if args.count < 0:
             raise SystemExit("ascend-sim: count must be >= 0")
@@ -121,6 +136,7 @@ def _fault(args) -> None:
                 npu["health"] = "OK"
                 npu["link"] = "up"
                 npu.pop("ecc", None)
+                npu.pop("port_stat", None)
             st["hccn_busy"] = 0
         events.log_event("fault clear")
 

@@ -3,7 +3,7 @@
 Supported (``hccn_tool -i N ...``): ``-ip -s address A netmask M``, ``-ip -g``, ``-netdetect -s
 address D``, ``-netdetect -g``, ``-gateway -s gateway G``, ``-gateway -g``, ``-tls -s enable 0|1``,
 ``-tls -g``, ``-link -g``, ``-net_health -g``, ``-speed -g``, ``-optical -g``, ``-link_stat -g``,
-``-ping -g address X [pkt N]``,
+``-stat -g``, ``-ping -g address X [pkt N]``,
 ``-dscp_to_tc -s dscp D tc T`` / ``-dscp_to_tc -g [dscp D]``, ``-prio_tc -g``, ``-pfc -s priority
 p0,...,p7`` / ``-pfc -g``, ``-mtu -s size N`` / ``-mtu -g``; and ``hccn_tool -a -cfg recovery``,
 which re-applies ``/etc/hccn.conf`` to every device (as a boot does).
@@ -12,6 +12,9 @@ Set commands print ``Cmd executed successfully!``. A device without preset TLS c
 found, please set certs firstly!`` (exit 1). Configuration lives in the simulator state
 (the device), never in ``/etc/hccn.conf``: that file is written by the administrator (the roles)
 and re-applied by ``ascend-sim boot`` at every boot, as the driver does on real hardware.
+
+``-stat -g`` prints every counter the real tool prints, zero, except those ``ascend-sim fault port-stat N
+COUNTER VALUE`` raised (``fault clear`` zeroes them again).
 
 A port whose link is down (``ascend-sim fault link N down``) answers ``-prio_tc -g`` and ``-pfc -g``
 with ``Link status is down`` (exit 1) and ``-speed -g`` with ``Speed: Unknown!``, as real 910B nodes do.
@@ -51,7 +54,7 @@ USAGE = """Usage: hccn_tool -i <device_id> <command> [-s|-g] [key value ...]
   -prio_tc -g
   -pfc -s priority <p0,...,p7>        | -pfc -g
   -mtu -s size <68-9702>             | -mtu -g
-  -link -g | -net_health -g | -speed -g | -optical -g | -link_stat -g
+  -link -g | -net_health -g | -speed -g | -optical -g | -link_stat -g | -stat -g
   -ping -g address <ip> [pkt <count>]
 hccn_tool -a -cfg recovery"""
 
@@ -69,6 +72,7 @@ _SPEC = {
     ("-speed", "-g"): (),
     ("-optical", "-g"): (),
     ("-link_stat", "-g"): (),
+    ("-stat", "-g"): (),
     ("-ping", "-g"): ("address",),
     ("-dscp_to_tc", "-s"): ("dscp", "tc"),
     ("-dscp_to_tc", "-g"): (),
@@ -169,6 +173,32 @@ def link_stat(device: int, npu: dict) -> str:
              f"[device {device}]link change records :"]
     lines += [f"[device {device}]    {time.strftime(fmt, time.localtime(t))}    LINK {s}" for t, s in reversed(changes)]
     return "\n".join(lines)
+
+
+# `-stat -g`: the counters in the order hccn_tool's own source prints them on 910B (hicann/driver,
+# src/custom/network/hccn/ascend910B/hccn_tool/tool.c, tool_display_stat_info; the 910B build defines
+# HCCN_TOOL_SHOW_EXT_STAT, so mac_rx_fcs_err_pkt_num and roce_ecn_db_num are printed), after the title
+# "packet statistics:", one "name:count" line each (MindCluster FaultDiag's user guide shows the same lines).
+STAT_COUNTERS = (
+    ["mac_tx_mac_pause_num", "mac_rx_mac_pause_num", "mac_tx_pfc_pkt_num"]
+    + [f"mac_tx_pfc_pri{p}_pkt_num" for p in range(8)]
+    + ["mac_rx_pfc_pkt_num"]
+    + [f"mac_rx_pfc_pri{p}_pkt_num" for p in range(8)]
+    + ["mac_tx_total_pkt_num", "mac_tx_total_oct_num", "mac_tx_bad_pkt_num", "mac_tx_bad_oct_num",
+       "mac_rx_total_pkt_num", "mac_rx_total_oct_num", "mac_rx_bad_pkt_num", "mac_rx_bad_oct_num",
+       "mac_rx_fcs_err_pkt_num",
+       "roce_rx_rc_pkt_num", "roce_rx_all_pkt_num", "roce_rx_err_pkt_num", "roce_tx_rc_pkt_num",
+       "roce_tx_all_pkt_num", "roce_tx_err_pkt_num", "roce_cqe_num", "roce_rx_cnp_pkt_num", "roce_tx_cnp_pkt_num",
+       "roce_unexpected_ack_num", "roce_out_of_order_num", "roce_verification_err_num", "roce_qp_status_err_num",
+       "roce_new_pkt_rty_num", "roce_ecn_db_num",
+       "nic_tx_all_pkg_num", "nic_tx_all_oct_num", "nic_rx_all_pkg_num", "nic_rx_all_oct_num"]
+)
+
+
+def port_stat(npu: dict) -> str:
+    """`-stat -g`: the title, then every counter (zero unless `ascend-sim fault port-stat` raised it)."""
+    raised = npu.get("port_stat") or {}
+    return "\n".join(["packet statistics:"] + [f"{name}:{int(raised.get(name, 0))}" for name in STAT_COUNTERS])
 
 
 def ping(hw: dict, st: dict, device: int, target: str, count: int) -> str:
@@ -304,6 +334,8 @@ def _get(hw: dict, st: dict, device: int, cmd: str, params: dict) -> tuple[int, 
         return 0, optical(npu)
     if cmd == "-link_stat":
         return 0, link_stat(device, npu)
+    if cmd == "-stat":
+        return 0, port_stat(npu)
     if cmd == "-ping":
         target = params["address"]
         if not netcfg.valid_ip(target):

@@ -49,7 +49,8 @@ def _run(tmp_path, faulty_reads, timeout_s):
     play = [{"hosts": "localhost", "gather_facts": False,
              "vars": {"__roce_ports": ports, "__roce_my_plan": plan, "__roce_phy_ids": [],
                       "roce_hccn_tool": str(tool), "__roce_missing_tool_msg": "no hccn_tool", "roce_hccn_retries": 0,
-                      "roce_hccn_delay": 0, "roce_settle_timeout_s": timeout_s, "roce_settle_delay_s": 1},
+                      "roce_hccn_delay": 0, "roce_settle_timeout_s": timeout_s, "roce_settle_delay_s": 1,
+                      "roce_stat_check": True},
              "tasks": [{"name": "settle", "ansible.builtin.include_tasks": str(REPO / "roles/roce/tasks/settle.yml")},
                        {"name": "report", "ansible.builtin.debug": {
                            "msg": "RESULT {{ __roce_ports.devices | map(attribute='health') | list | to_json }}"}}]}]

@@ -314,6 +314,68 @@ def test_roce_report_refuses_a_flapping_link():
     assert roce_report(flapping, mine, "node1")["problems"] == []  # -1: not judged
 
 
+# ---- packet statistics (hccn_tool -stat -g): error counters refused, PFC pauses reported
+
+QUIET_STAT = {"mac_tx_mac_pause_num": 0, "mac_rx_pfc_pri4_pkt_num": 0, "mac_tx_pfc_pri4_pkt_num": 0,
+              "mac_rx_bad_pkt_num": 0, "mac_tx_bad_pkt_num": 0, "mac_rx_fcs_err_pkt_num": 0,
+              "roce_rx_err_pkt_num": 0, "roce_tx_err_pkt_num": 0, "mac_rx_pfc_pkt_num": 0}
+
+
+def _stat_info(port0, port1):
+    info = _report_info(stat=dict(QUIET_STAT, **port1), stat_error=None)
+    info["devices"][0].update(stat=dict(QUIET_STAT, **port0), stat_error=None)
+    return info
+
+
+def test_roce_report_error_counters_below_the_threshold_pass():
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_report
+
+    mine = [d for d in roce_plan(good())["devices"] if d["host"] == "node1"]
+    report = roce_report(_stat_info({"roce_rx_err_pkt_num": 1000}, {"mac_rx_fcs_err_pkt_num": 999}), mine, "node1",
+                         stat_max_errors=1000)
+    assert report == {"problems": [], "notes": []}  # at the threshold passes; no PFC pause anywhere: no note
+
+
+def test_roce_report_error_counters_above_the_threshold_name_node_npu_counter_and_value():
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_report
+
+    mine = [d for d in roce_plan(good())["devices"] if d["host"] == "node1"]
+    info = _stat_info({"roce_tx_err_pkt_num": 1001}, {"mac_rx_fcs_err_pkt_num": 50000, "mac_tx_bad_pkt_num": 2})
+    report = roce_report(info, mine, "node1", stat_max_errors=1000)
+    assert report["problems"] == [
+        "node1 NPU 0: roce_tx_err_pkt_num is 1001 (bad packets sent by RoCE; more than 1000, hccn_tool -stat -g, "
+        "counted since the driver started or the last -stat -c); likely cause: cable, optics or switch port",
+        "node1 NPU 1: mac_rx_fcs_err_pkt_num is 50000 (frames received with FCS errors; more than 1000, hccn_tool "
+        "-stat -g, counted since the driver started or the last -stat -c); likely cause: cable, optics or switch port"]
+    assert len(roce_report(info, mine, "node1", stat_max_errors=0)["problems"]) == 3
+    # the check off (-1, the default): read counters are not judged
+    assert roce_report(info, mine, "node1")["problems"] == []
+
+
+def test_roce_report_pfc_pauses_are_one_note_per_node_never_a_problem():
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_report
+
+    mine = [d for d in roce_plan(good())["devices"] if d["host"] == "node1"]
+    info = _stat_info({"mac_rx_pfc_pri4_pkt_num": 120, "mac_rx_pfc_pkt_num": 120},
+                      {"mac_tx_pfc_pri4_pkt_num": 987654321, "mac_tx_mac_pause_num": 3})
+    report = roce_report(info, mine, "node1", stat_max_errors=0)
+    assert report == {"problems": [], "notes": [
+        "node1: highest PFC/pause counter NPU 1 mac_tx_pfc_pri4_pkt_num = 987654321 (hccn_tool -stat -g since the "
+        "driver started; pauses mean congestion on the path, reported only)"]}
+
+
+def test_roce_report_unreadable_statistics_is_a_problem_a_refused_read_a_note():
+    from ansible_collections.ascendops.cluster.plugins.filter.roce_plan import roce_report
+
+    mine = [d for d in roce_plan(good())["devices"] if d["host"] == "node1"]
+    raw = "hccn_tool -stat -g: could not read the line 'roce_rx_err_pkt_num:n/a' (expected ...); output: '...'"
+    report = roce_report(_report_info(stat=None, stat_error=raw), mine, "node1", stat_max_errors=1000)
+    assert report == {"problems": [f"node1 NPU 1: {raw}"], "notes": []}
+    refused = "-i 1 -stat -g failed (rc=1): not support"
+    report = roce_report(_report_info(stat=None, stat_error=refused), mine, "node1", stat_max_errors=1000)
+    assert report == {"problems": [], "notes": [f"node1 NPU 1: packet statistics not read ({refused})"]}
+
+
 # ---- the wait for the ports to settle (issue 43 item 7)
 
 def test_roce_unsettled_names_ports_whose_link_or_net_health_has_not_settled():

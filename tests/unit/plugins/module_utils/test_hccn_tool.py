@@ -30,6 +30,7 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import
     parse_ping,
     parse_prio_tc,
     parse_speed,
+    parse_stat,
     parse_tls,
     render_hccn_conf,
 )
@@ -269,7 +270,7 @@ def test_dscp_to_tc_layouts(text):
     ("pfc_get", parse_pfc), ("pfc_get_one_line", parse_pfc), ("prio_tc_get_table", parse_prio_tc),
     ("prio_tc_get_map", parse_prio_tc), ("dscp_to_tc_get", lambda text: parse_dscp_to_tc(text, 33)),
     ("mtu_get", parse_mtu), ("speed_unknown", parse_speed), ("optical_get", parse_optical),
-    ("link_stat_get", parse_link_stat)])
+    ("link_stat_get", parse_link_stat), ("stat_get", parse_stat)])
 def test_vendor_and_documented_layouts(name, parser):
     assert parser(VENDOR[name]["text"]) == VENDOR[name]["parsed"], VENDOR[name]["source"]
 

@@ -4,7 +4,9 @@ names the sources), and the judgements drawn from them."""
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import pytest
 from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import (
@@ -13,6 +15,9 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.hccn_tool import
     optical_problems,
     parse_link_stat,
     parse_optical,
+    parse_stat,
+    pfc_highest,
+    stat_problems,
 )
 from ansible_collections.ascendops.cluster.plugins.module_utils.npu_smi import (
     NpuSmiFormatError,
@@ -33,6 +38,9 @@ OPTICAL = text("hccn_optical.txt")
 LINK_STAT = text("hccn_link_stat.txt")
 HEALTH = text("npu_smi_health.txt")
 ECC = text("npu_smi_ecc.txt")
+# hccn_tool -stat -g as the tool's own source prints it (tests/fixtures/hccn_tool/outputs.json names the sources)
+STAT = json.loads((Path(__file__).resolve().parents[3] / "fixtures" / "hccn_tool" / "outputs.json").read_text())[
+    "stat_get"]["text"]
 
 
 # ---- npu-smi info -t health
@@ -144,3 +152,53 @@ def test_link_stat_unreadable_is_refused_with_the_raw_line():
     with pytest.raises(HccnParseError, match=r"could not read the line '\[device 0\]current time        : "
                                              r"yesterday' \(expected a time"):
         parse_link_stat(LINK_STAT.replace("Wed Jun  7 10:08:28 2023", "yesterday"))
+
+
+# ---- hccn_tool -stat -g
+
+def test_stat_as_the_tool_prints_it():
+    stat = parse_stat(STAT)
+    assert len(stat) == 48 and list(stat)[:3] == ["mac_tx_mac_pause_num", "mac_rx_mac_pause_num", "mac_tx_pfc_pkt_num"]
+    assert stat["nic_rx_all_oct_num"] == 482237805 and stat["roce_rx_err_pkt_num"] == 0
+    assert stat_problems(stat, 1000) == [] and stat_problems(stat, 0) == []
+    assert pfc_highest(stat) == ("mac_tx_mac_pause_num", 0)  # all zero: the first of the highest
+
+
+def test_stat_spacing_blank_lines_and_indentation_do_not_matter():
+    assert parse_stat("\npacket statistics :\n\n  roce_rx_err_pkt_num : 12\nroce_tx_err_pkt_num:3  \n\t\n") == {
+        "roce_rx_err_pkt_num": 12, "roce_tx_err_pkt_num": 3}
+
+
+@pytest.mark.parametrize("bad, line", [
+    ("packet statistics:\nroce_rx_err_pkt_num:-1\n", "roce_rx_err_pkt_num:-1"),
+    ("packet statistics:\nroce_rx_err_pkt_num:\n", "roce_rx_err_pkt_num:"),
+    ("packet statistics:\nroce_rx_err_pkt_num 5\n", "roce_rx_err_pkt_num 5"),
+    ("dsmi get stat fail logic_id[0] port[0] ret[-8005]\n", "dsmi get stat fail logic_id[0] port[0] ret[-8005]"),
+    ("packet statistics:\n", "packet statistics:"),
+])
+def test_stat_unreadable_line_is_refused_naming_it(bad, line):
+    with pytest.raises(HccnParseError, match=r"hccn_tool -stat -g: could not read the line "
+                                             + __import__("re").escape(repr(line))):
+        parse_stat(bad)
+
+
+def test_stat_error_counters_above_the_threshold_are_named_with_their_value():
+    stat = parse_stat(STAT.replace("roce_rx_err_pkt_num:0", "roce_rx_err_pkt_num:1001")
+                      .replace("mac_rx_fcs_err_pkt_num:0", "mac_rx_fcs_err_pkt_num:1000")
+                      .replace("mac_tx_bad_pkt_num:0", "mac_tx_bad_pkt_num:5"))
+    (only,) = stat_problems(stat, 1000)  # 1000 is not above 1000
+    assert only.startswith("roce_rx_err_pkt_num is 1001 (bad packets received by RoCE; more than 1000, ")
+    assert [p.split(" is ", maxsplit=1)[0] for p in stat_problems(stat, 0)] == [
+        "roce_rx_err_pkt_num", "mac_tx_bad_pkt_num", "mac_rx_fcs_err_pkt_num"]
+    # PFC and pause counters, however high, are never problems
+    busy = parse_stat(STAT.replace("mac_rx_pfc_pri4_pkt_num:0", "mac_rx_pfc_pri4_pkt_num:99999999"))
+    assert stat_problems(busy, 0) == [] and pfc_highest(busy) == ("mac_rx_pfc_pri4_pkt_num", 99999999)
+
+
+def test_stat_without_any_error_counter_is_a_problem_and_pfc_totals_stand_in():
+    stat = parse_stat("packet statistics:\nmac_tx_pfc_pkt_num:4\nmac_rx_pfc_pkt_num:9\n")
+    assert stat_problems(stat, 1000) == ["hccn_tool -stat -g printed none of the error counters roce_rx_err_pkt_num, "
+                                         "roce_tx_err_pkt_num, mac_rx_bad_pkt_num, mac_tx_bad_pkt_num, "
+                                         "mac_rx_fcs_err_pkt_num"]
+    assert pfc_highest(stat) == ("mac_rx_pfc_pkt_num", 9)
+    assert pfc_highest(parse_stat("nic_tx_all_pkg_num:1\n")) is None

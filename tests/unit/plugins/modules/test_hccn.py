@@ -70,6 +70,10 @@ out = {
                 % (dev.get("optics", "present"), dev.get("rx_mw", "1.0189")),
     "-link_stat": "[device {0}]current time        : Wed Jun  7 10:08:28 2023\n[device {0}]link up count       : 1\n"
                   "[device {0}]link change records :\n[device {0}]    Wed Jun  7 09:00:00 2023    LINK UP".format(a[1]),
+    # hccn_tool's own layout (fixtures/hccn_tool/outputs.json stat_get), a few of its counters
+    "-stat": dev.get("stat_text") or "packet statistics:\nmac_tx_mac_pause_num:0\nmac_rx_pfc_pri4_pkt_num:%d\n"
+             "mac_rx_bad_pkt_num:0\nmac_rx_fcs_err_pkt_num:0\nroce_rx_err_pkt_num:%d\nroce_tx_err_pkt_num:0"
+             % (dev.get("pfc4", 0), dev.get("rx_err", 0)),
 }.get(cmd)
 if cmd == "-ping" and down and st.get("ping_refused_when_down"):
     print("Link status is down"); sys.exit(1)
@@ -376,3 +380,42 @@ def test_hccn_a_link_down_refusal_of_a_set_names_the_cable_not_the_driver(run_mo
     result = run_module(hccn.main, dict(ARGS, hccn_tool=path))
     assert result["failed"] and "cable, optics or switch port" in result["msg"]
     assert "NPU driver" not in result["msg"]
+
+
+def test_hccn_info_reads_the_packet_statistics_only_when_asked(run_module, tmp_path):
+    fake = Fake(tmp_path)
+    state = fake.state()
+    state["devices"]["1"] = {"pfc4": 1532, "rx_err": 7}
+    fake.save(state)
+    result = run_module(hccn_info.main, {"devices": [0, 1], "hccn_tool": fake.path, "stat": True})
+    assert not result.get("failed"), result
+    assert [d["stat"] for d in result["devices"]] == [
+        {"mac_tx_mac_pause_num": 0, "mac_rx_pfc_pri4_pkt_num": p, "mac_rx_bad_pkt_num": 0, "mac_rx_fcs_err_pkt_num": 0,
+         "roce_rx_err_pkt_num": e, "roce_tx_err_pkt_num": 0} for p, e in ((0, 0), (1532, 7))]
+    assert [d["stat_error"] for d in result["devices"]] == [None, None]
+    assert [c for c in fake.calls() if "-stat" in c] == ["-i 0 -stat -g", "-i 1 -stat -g"]
+    # off (the default): no -stat command at all, and no stat key
+    (tmp_path / "calls.log").unlink()
+    result = run_module(hccn_info.main, {"devices": [0, 1], "hccn_tool": fake.path})
+    assert all("stat" not in d and "stat_error" not in d for d in result["devices"]), result
+    assert not [c for c in fake.calls() if "-stat" in c] and fake.calls()
+
+
+def test_hccn_info_an_unreadable_statistics_line_is_reported_for_the_port(run_module, tmp_path):
+    fake = Fake(tmp_path, devices=1)
+    state = fake.state()
+    state["devices"]["0"] = {"stat_text": "packet statistics:\nroce_rx_err_pkt_num:n/a"}
+    fake.save(state)
+    result = run_module(hccn_info.main, {"devices": [0], "hccn_tool": fake.path, "stat": True})
+    (dev,) = result["devices"]
+    assert dev["stat"] is None and "could not read the line 'roce_rx_err_pkt_num:n/a'" in dev["stat_error"], dev
+
+
+def test_hccn_ports_with_status_reads_the_statistics_when_asked(run_module, tmp_path):
+    fake = Fake(tmp_path)
+    result = run_module(hccn.main, {"ports": PORTS, "status": True, "stat": True, "hccn_tool": fake.path,
+                                    "delay": 0.0})
+    assert not result.get("failed"), result
+    assert [d["stat"]["roce_rx_err_pkt_num"] for d in result["devices"]] == [0, 0]
+    # the changed ports are read back: -stat -g once before and once after, per port
+    assert sorted(c for c in fake.calls() if "-stat" in c) == ["-i 0 -stat -g"] * 2 + ["-i 1 -stat -g"] * 2
