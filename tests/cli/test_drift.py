@@ -166,8 +166,65 @@ def test_converged_is_exit_0_and_json_schema(smap):
     assert set(j) == {"schema", "status", "exit_code", "inventory", "limit", "stages", "duration_s", "summary",
                       "hosts", "errors"}
     assert j["schema"] == 1 and j["status"] == "converged" and j["limit"] == "node1"
-    assert j["summary"] == {"hosts": 1, "hosts_drifted": 0, "changes": 0, "errors": 0}
-    assert j["hosts"]["node1"] == {"status": "converged", "changes": 0, "stages": {}}
+    assert j["summary"] == {"hosts": 1, "hosts_drifted": 0, "changes": 0, "not_checkable": 0, "errors": 0}
+    assert j["hosts"]["node1"] == {"status": "converged", "changes": 0, "stages": {}, "not_checkable": {}}
+
+
+DRIVER = "NPU driver | Driver and firmware, reboots in batches, NPU health"
+COLLECTIVE = "Collective | All-reduce bandwidth and correctness across every node's devices"
+WHY = ("the NPU driver is not installed yet (the npu_driver stage above installs 25.2.0); run without --check, "
+       "or install the driver first")
+
+
+def test_a_node_without_its_driver_shows_the_driver_change_and_later_stages_not_checkable(smap):
+    """--check on node1 without its driver: the driver stage's change, then roce, the collective pre-flight and
+    launch each say once that they are not checkable there (launch on node2 too: it spans the cluster). Neither
+    a change nor an error: drift (exit 2), no failure."""
+    events = [
+        ev("runner_on_ok", "node1", DRIVER, "NPU driver | Install or upgrade each package",
+           "ascendops.cluster.ascend_package",
+           {"changed": True, "results": [{"changed": True, "item": "driver",
+                                          "diff": {"before": "driver: none\n", "after": "driver: 25.2.0\n"}}]}),
+        ev("runner_on_ok", "node1", ROCE, "RoCE | Say the device NICs are not checkable", "ansible.builtin.debug",
+           {"changed": False, "msg": f"node1: roce not checkable in --check: {WHY}"}),
+        ev("runner_on_ok", "node1", COLLECTIVE, "Collective | Say ...", "ansible.builtin.debug",
+           {"msg": f"node1: collective pre-flight not checkable in --check: {WHY}"}),
+        ev("runner_on_ok", "node1", LAUNCH, "Launch | Say ...", "ansible.builtin.debug",
+           {"msg": f"node1: launch not checkable in --check: (a second line of the stage) {WHY}"}),
+        ev("runner_on_ok", "node2", LAUNCH, "Launch | Say ...", "ansible.builtin.debug",
+           {"msg": "node2: launch not checkable in --check: it spans every node, and node1 has no running\nNPU "
+                   "driver yet"}),
+        ev("runner_on_ok", "node2", ROCE, "RoCE | other debug", "ansible.builtin.debug", {"msg": "RoCE check passed"}),
+        {"event": "playbook_on_stats", "event_data": {"ok": {"node1": 9, "node2": 9}}},
+    ]
+    r = d.DriftReport.from_events(events, smap, inventory="inv")
+    assert not r.failures
+    assert r.exit_code == d.EXIT_DRIFT and r.status == "drift"
+    assert [(c.host, c.stage, c.resource) for c in r.changes] == [("node1", "npu_driver", "driver")]
+    # one entry per host and stage (the collective pre-flight is the launch stage's: its line is kept, the
+    # launch play's second line for node1 is not), the reason's whitespace folded
+    assert r.not_checkable_by_host() == {"node1": {"roce": WHY, "launch": WHY},
+                                         "node2": {"launch": "it spans every node, and node1 has no running NPU "
+                                                             "driver yet"}}
+    j = r.to_json()
+    assert j["summary"] == {"hosts": 2, "hosts_drifted": 1, "changes": 1, "not_checkable": 3, "errors": 0}
+    assert j["hosts"]["node1"]["status"] == "drift" and j["hosts"]["node2"]["status"] == "not_checkable"
+    assert list(j["hosts"]["node1"]["not_checkable"]) == ["roce", "launch"]
+    out = r.render()
+    assert "3 stage(s) not checkable on 2 host(s)" in out.splitlines()[0]
+    assert "  npu_driver:\n    ~ NPU driver | Install or upgrade each package  [driver]" in out
+    assert f"  roce: not checkable: {WHY}" in out
+    assert "node2:\n  launch: not checkable: it spans every node" in out
+    assert "ERROR" not in out and "converged" not in out
+
+
+def test_not_checkable_lines_of_a_stage_left_out_are_dropped_and_a_converged_host_stays_converged(smap):
+    events = [ev("runner_on_ok", "node1", ROCE, "RoCE | Say", "ansible.builtin.debug",
+                 {"msg": f"node1: roce not checkable in --check: {WHY}"}),
+              ev("runner_on_ok", "node2", LAUNCH, "Launch | x", res={"changed": False})]
+    r = d.DriftReport.from_events(events, smap, inventory="inv", stages=["launch"])
+    assert r.not_checkable == [] and r.exit_code == d.EXIT_CONVERGED
+    assert r.to_json()["hosts"]["node2"]["status"] == "converged"
 
 
 def test_summarize_diff_prepared_text_and_limit():

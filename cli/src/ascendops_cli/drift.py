@@ -6,6 +6,11 @@ host, stage, task, resource and a short before/after. Exit codes follow `terrafo
 -detailed-exitcode`: 0 converged, 2 drift found, 1 error (unreachable host, failed task, bad
 inventory or playbook), the error named.
 
+A stage that cannot be checked on a host in check mode (the npu_driver stage would install the driver
+there first, and the stage needs the driver's tools) says so in one line, "<host>: <stage> not checkable in
+--check: <why>"; the report lists it under the host as not checkable, neither a change nor an error,
+and it counts as drift (exit 2): the host is not known to be converged.
+
 The report is built from the event stream alone (DriftReport.from_events), so it is tested on
 recorded events without a cluster.
 """
@@ -33,6 +38,9 @@ BIG_FILE_LINES = 400
 # Result keys that name the resource a task acts on, most specific first.
 _RESOURCE_KEYS = ("dest", "path", "name", "key", "device", "unit", "pkg", "src", "image")
 _CENSORED = "censored"
+# The line a stage prints where it cannot be checked in --check (roles/roce/tasks/main.yml, playbooks/launch.yml,
+# playbooks/collective.yml): "<host>: <stage> not checkable in --check: <why>".
+NOT_CHECKABLE_MARK = " not checkable in --check: "
 
 
 @dataclass
@@ -60,6 +68,15 @@ class Failure:
 
 
 @dataclass
+class NotCheckable:
+    """A stage that could not be checked on a host in check mode, and why (its own line)."""
+
+    host: str
+    stage: str
+    reason: str
+
+
+@dataclass
 class DriftReport:
     inventory: str
     limit: str | None
@@ -67,6 +84,7 @@ class DriftReport:
     hosts: list[str] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
+    not_checkable: list[NotCheckable] = field(default_factory=list)
     duration_s: float | None = None
 
     # ---- building from ansible-runner events
@@ -102,6 +120,9 @@ class DriftReport:
                 report.failures.append(Failure(host, stage, task, "failed", _message(res)))
             elif stage in report.stages:
                 report.changes.extend(_changes(host, stage, task, data.get("task_action") or "", res))
+                reason = _not_checkable_reason(res)
+                if reason and not any(n.host == host and n.stage == stage for n in report.not_checkable):
+                    report.not_checkable.append(NotCheckable(host, stage, reason))
         if rc != 0 and not report.failures:
             # The run failed before any task did (syntax, inventory, a refused --limit ...): name it.
             report.failures.append(Failure(None, None, None, "run",
@@ -115,7 +136,7 @@ class DriftReport:
     def exit_code(self) -> int:
         if self.failures:
             return EXIT_ERROR
-        return EXIT_DRIFT if self.changes else EXIT_CONVERGED
+        return EXIT_DRIFT if self.changes or self.not_checkable else EXIT_CONVERGED
 
     @property
     def status(self) -> str:
@@ -129,15 +150,25 @@ class DriftReport:
         return {h: dict(sorted(st.items(), key=lambda kv: order.get(kv[0], len(order))))
                 for h, st in sorted(out.items())}
 
+    def not_checkable_by_host(self) -> dict[str, dict[str, str]]:
+        """host -> stage -> why, stages in site.yml order."""
+        order = {s: i for i, s in enumerate(STAGES)}
+        out: dict[str, dict[str, str]] = {}
+        for n in sorted(self.not_checkable, key=lambda n: (n.host, order.get(n.stage, len(order)))):
+            out.setdefault(n.host, {})[n.stage] = n.reason
+        return out
+
     def to_json(self) -> dict[str, Any]:
         """The documented schema (README, 'Drift report'): one object, hosts by name, stages in site.yml order."""
         hosts = {}
+        unchecked = self.not_checkable_by_host()
         for host, stages in self.by_host().items():
             hosts[host] = {
                 "status": "error" if any(f.host == host for f in self.failures) else
-                          ("drift" if stages else "converged"),
+                          ("drift" if stages else "not_checkable" if unchecked.get(host) else "converged"),
                 "changes": sum(len(v) for v in stages.values()),
                 "stages": {s: [_change_json(c) for c in cs] for s, cs in stages.items()},
+                "not_checkable": unchecked.get(host, {}),
             }
         return {
             "schema": SCHEMA_VERSION,
@@ -148,7 +179,8 @@ class DriftReport:
             "stages": self.stages,
             "duration_s": None if self.duration_s is None else round(self.duration_s, 1),
             "summary": {"hosts": len(self.hosts), "hosts_drifted": sum(1 for h in hosts.values() if h["changes"]),
-                        "changes": len(self.changes), "errors": len(self.failures)},
+                        "changes": len(self.changes), "not_checkable": len(self.not_checkable),
+                        "errors": len(self.failures)},
             "hosts": hosts,
             "errors": [asdict(f) for f in self.failures],
         }
@@ -158,17 +190,25 @@ class DriftReport:
         by_host = self.by_host()
         took = f", {self.duration_s:.0f} s" if self.duration_s is not None else ""
         drifted = sum(1 for st in by_host.values() if st)
+        unchecked_note = (f", {len(self.not_checkable)} stage(s) not checkable on "
+                          f"{len({n.host for n in self.not_checkable})} host(s)" if self.not_checkable else "")
         lines.append(f"ascendops drift: {self.status}: {len(self.changes)} change(s) on {drifted} of "
-                     f"{len(by_host)} host(s) ({self.inventory}{', limit ' + self.limit if self.limit else ''}"
-                     f"{took})")
+                     f"{len(by_host)} host(s){unchecked_note} ({self.inventory}"
+                     f"{', limit ' + self.limit if self.limit else ''}{took})")
+        unchecked = self.not_checkable_by_host()
+        order = {s: i for i, s in enumerate(STAGES)}
         for host, stages in by_host.items():
-            if not stages:
+            mine = unchecked.get(host, {})
+            if not stages and not mine:
                 lines.append(f"{host}: converged")
                 continue
             lines.append(f"{host}:")
-            for stage, changes in stages.items():
-                lines.append(f"  {stage}:")
-                for c in changes:
+            for stage in sorted({*stages, *mine}, key=lambda s: order.get(s, len(order))):
+                if stage in mine and stage not in stages:
+                    lines.append(f"  {stage}: not checkable: {mine[stage]}")
+                    continue
+                lines.append(f"  {stage}:" + (f" (the rest not checkable: {mine[stage]})" if stage in mine else ""))
+                for c in stages[stage]:
                     lines.append(f"    ~ {c.task}" + (f"  [{c.resource}]" if c.resource else ""))
                     if c.hidden:
                         lines.append("        (no_log: before/after hidden)")
@@ -177,6 +217,14 @@ class DriftReport:
             where = " / ".join(x for x in (f.host, f.stage, f.task) if x)
             lines.append(f"ERROR ({f.kind}) {where}: {f.message}" if where else f"ERROR ({f.kind}): {f.message}")
         return "\n".join(lines)
+
+
+def _not_checkable_reason(res: dict[str, Any]) -> str | None:
+    """The why of a stage's "not checkable in --check" line (a debug task's msg), else None."""
+    msg = res.get("msg")
+    if not isinstance(msg, str) or NOT_CHECKABLE_MARK not in msg:
+        return None
+    return " ".join(msg.split(NOT_CHECKABLE_MARK, 1)[1].split())
 
 
 def _change_json(c: Change) -> dict[str, Any]:

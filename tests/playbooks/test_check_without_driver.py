@@ -1,0 +1,189 @@
+"""`--check` on a node without its NPU driver: the npu_driver stage reports the install, and each later stage
+that needs the driver's tools says once per host that it is not checkable there, without failing the run.
+
+The real playbooks (npu_driver.yml, roce.yml, collective.yml, launch.yml, recap.yml) and the real task files
+that decide (roles/npu_driver/tasks/reboot.yml and vars/main.yml, roles/roce/tasks/main.yml) run on two nodes
+reached with the local connection. What needs a node's hardware is a stand-in in a throw-away copy of the
+collection: the driver stage's read of the node (npu_info) and its package module; roce's device NICs and
+check, which fail as the hccn module does on a host without hccn_tool; launch and the collective pre-flight,
+which fail as the rank table's read does when any node of the cluster has no driver.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .day2 import ROOT, Run
+
+pytestmark = pytest.mark.slow
+
+TARGET = "25.2.0"
+MISSING = "{{ inventory_hostname }}: /usr/local/Ascend/driver/tools/hccn_tool (roce_hccn_tool) is missing: " \
+          "the NPU driver is not installed."
+# The node as npu_info reads it: none, an older driver that runs, the asked driver installed but not running.
+NO_DRIVER = {"driver": {"installed": False, "version": None}, "firmware": {"installed": True, "version": "7.7.0"},
+             "npu_smi": {"available": False, "error": "npu-smi: not found"}, "reboot_required": False}
+OLD_DRIVER = {"driver": {"installed": True, "version": "24.1.rc1"}, "firmware": {"installed": True, "version": "7.7.0"},
+              "npu_smi": {"available": True, "error": None}, "reboot_required": False}
+NOT_RUNNING = {"driver": {"installed": True, "version": TARGET}, "firmware": {"installed": True, "version": "7.7.0"},
+               "npu_smi": {"available": False, "error": "dcmi module initialize failed. ret is -8005"},
+               "reboot_required": True}
+
+NPU_DRIVER_MAIN = [
+    {"name": "NPU driver stand-in | The node as npu_info reads it (validate_checks.yml)",
+     "ansible.builtin.set_fact": {"__npu_driver_before": "{{ test_nodes[inventory_hostname] }}"}},
+    # ascend_package in check mode: changed, the diff of versions, reboot_required when it would install
+    {"name": "NPU driver | Install or upgrade each package",
+     "ansible.builtin.copy": {"content": "driver {{ npu_driver_version }}\n",
+                              "dest": "{{ test_dir }}/{{ inventory_hostname }}-driver", "mode": "0644"},
+     "register": "__npu_driver_installed", "when": "not __npu_driver_up_to_date | bool"},
+    {"name": "NPU driver stand-in | What the package module reports",
+     "ansible.builtin.set_fact": {"npu_driver_actions": [
+         {"component": "driver", "action": "install", "version_before": "{{ __npu_driver_before.driver.version }}",
+          "version_after": "{{ npu_driver_version }}", "reboot_required": "{{ ansible_check_mode }}",
+          "reboot_reasons": []}]},
+     "when": "not __npu_driver_up_to_date | bool"},
+    {"name": "NPU driver | Reboot the hosts that need it (the real decision)",
+     "ansible.builtin.import_tasks": "reboot.yml"},
+]
+REBOOT_NOW = [{"name": "NPU driver stand-in | Reboot", "ansible.builtin.debug": {"msg": "would reboot"}}]
+
+
+def hccn_standin(what):
+    return [{"name": f"RoCE stand-in | {what} with hccn_tool", "ansible.builtin.fail": {"msg": MISSING},
+             "when": "not test_nodes[inventory_hostname].driver.installed"},
+            {"name": f"RoCE stand-in | {what} read", "ansible.builtin.debug": {
+                "msg": "{{ inventory_hostname }}: " + what + " checked"}}]
+
+
+def cluster_standin(what):
+    """The rank table reads every node's device addresses: one node without the driver fails it everywhere."""
+    return [{"name": f"Launch stand-in | {what}", "ansible.builtin.assert": {
+        "that": "ansible_play_hosts_all | map('extract', test_nodes) | map(attribute='driver')"
+                " | rejectattr('installed') | list | length == 0",
+        "fail_msg": "rank table: hccn_tool is missing on a node: the NPU driver is not installed",
+        "success_msg": "{{ inventory_hostname }}: " + what + " checked"}}]
+
+
+def collection(tmp_path):
+    top = tmp_path / "collections" / "ansible_collections" / "ascendops" / "cluster"
+    top.mkdir(parents=True)
+    for name in ("meta", "plugins"):
+        (top / name).symlink_to(ROOT / name)
+    files = {
+        "npu_driver/tasks/main.yml": NPU_DRIVER_MAIN,
+        "npu_driver/tasks/reboot_now.yml": REBOOT_NOW,
+        "roce/tasks/devices.yml": hccn_standin("device NICs"),
+        "roce/tasks/check.yml": hccn_standin("links and ping matrix"),
+        "roce/tasks/host.yml": [{"name": "RoCE stand-in | Host side", "ansible.builtin.debug": {
+            "msg": "{{ inventory_hostname }}: host side checked"}}],
+        "launch/tasks/main.yml": cluster_standin("launch"),
+        "launch/tasks/collective.yml": cluster_standin("collective pre-flight"),
+    }
+    for rel, tasks in files.items():
+        (top / "roles" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (top / "roles" / rel).write_text(yaml.safe_dump(tasks, sort_keys=False))
+    for rel in ("npu_driver/tasks/reboot.yml", "npu_driver/vars", "roce/tasks/main.yml"):
+        (top / "roles" / rel).symlink_to(ROOT / "roles" / rel)
+    return tmp_path / "collections"
+
+
+def run_stages(tmp_path, nodes, check):
+    collections = collection(tmp_path)
+    inv = tmp_path / "hosts.yml"
+    inv.write_text(yaml.safe_dump({"all": {"children": {"npu_nodes": {"hosts": {h: {} for h in nodes}}}}}))
+    (tmp_path / "state").mkdir()
+    (tmp_path / "vars.yml").write_text(yaml.safe_dump({
+        "test_nodes": nodes, "test_dir": str(tmp_path / "state"), "ascend_run_lock_path": str(tmp_path / "run.lock"),
+        "npu_driver_version": TARGET, "npu_driver_firmware_version": "7.7.0", "npu_driver_install_firmware": False,
+        "npu_driver_reboot": "auto", "__ascend_validated": True, "__roce_plan_hosts": sorted(nodes),
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}))
+    site = tmp_path / "site.yml"
+    site.write_text(yaml.safe_dump([{"ansible.builtin.import_playbook": str(ROOT / "playbooks" / p)} for p in (
+        "npu_driver.yml", "roce.yml", "collective.yml", "launch.yml", "recap.yml")]))
+    playbook_bin = Path(sys.executable).parent / "ansible-playbook"
+    if not playbook_bin.exists():
+        playbook_bin = Path(shutil.which("ansible-playbook") or "ansible-playbook")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_CACHE_PLUGIN="memory",
+               ANSIBLE_RETRY_FILES_ENABLED="0")
+    cmd = [str(playbook_bin), str(site), "-i", str(inv), "-e", f"@{tmp_path / 'vars.yml'}", "--diff"]
+    if check:
+        cmd.append("--check")
+    return Run(subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False))
+
+
+def recap(run):
+    """host -> {ok: N, changed: N, failed: N, ...} of the PLAY RECAP."""
+    out = {}
+    for line in run.out.splitlines():
+        parts = line.split()
+        if len(parts) > 3 and parts[1] == ":" and any(p.startswith("failed=") for p in parts):
+            out[parts[0]] = {k: int(v) for k, v in (p.split("=") for p in parts[2:] if "=" in p)}
+    return out
+
+
+def test_check_on_a_node_without_its_driver_reports_the_install_and_later_stages_not_checkable(tmp_path):
+    # node2 runs an older driver: its tools work until the reboot, so it is checked as always.
+    run = run_stages(tmp_path, {"node1": NO_DRIVER, "node2": OLD_DRIVER}, check=True)
+    assert run.rc == 0, run.out
+    counts = recap(run)
+    assert counts["node1"]["failed"] == 0 and counts["node2"]["failed"] == 0, run.out
+    # the driver stage's change, with the diff of versions, and nothing written
+    assert counts["node1"]["changed"] >= 1 and "+driver 25.2.0" in run.out
+    assert not any((tmp_path / "state").iterdir())
+    why = ("the NPU driver is not installed yet (the npu_driver stage above installs 25.2.0); "
+           "run without --check, or install the driver first")
+    assert f"node1: roce not checkable in --check: {why}" in run.text
+    assert f"node1: collective pre-flight not checkable in --check: {why}" in run.text
+    assert f"node1: launch not checkable in --check: {why}" in run.text
+    # launch and the pre-flight span the cluster: node2 says why it is not checked either
+    for stage in ("collective pre-flight", "launch"):
+        assert (f"node2: {stage} not checkable in --check: it spans every node, and node1 has no running NPU "
+                "driver yet") in run.text
+    # one line per host and stage
+    assert run.text.count("node1: roce not checkable") == 1 and run.text.count("node1: launch not checkable") == 1
+    # roce on node2 is checked; the host side on both; nothing read hccn_tool where it is missing
+    assert "node2: roce not checkable" not in run.text
+    assert "node2: device NICs checked" in run.text and "node2: links and ping matrix checked" in run.text
+    assert "node1: device NICs checked" not in run.text
+    assert "node1: host side checked" in run.text and "node2: host side checked" in run.text
+    assert "is missing" not in run.text
+    assert "check mode: node1 had no running NPU driver yet" in run.text
+
+
+def test_check_on_a_node_whose_driver_is_installed_but_not_running_names_the_reboot(tmp_path):
+    run = run_stages(tmp_path, {"node1": NOT_RUNNING}, check=True)
+    assert run.rc == 0, run.out
+    assert recap(run)["node1"]["failed"] == 0
+    assert ("node1: roce not checkable in --check: the NPU driver 25.2.0 is installed but does not run (npu-smi: dcmi "
+            "module initialize failed. ret is -8005) (the npu_driver stage above reboots the host); run without "
+            "--check, or install the driver and reboot first") in run.text
+    assert "is missing" not in run.text
+
+
+def test_check_on_converged_nodes_checks_every_stage(tmp_path):
+    running = dict(OLD_DRIVER, driver={"installed": True, "version": TARGET})
+    run = run_stages(tmp_path, {"node1": running, "node2": running}, check=True)
+    assert run.rc == 0, run.out
+    assert "not checkable in --check:" not in run.text and "had no running NPU driver yet" not in run.text
+    for host in ("node1", "node2"):
+        assert f"{host}: device NICs checked" in run.text and f"{host}: launch checked" in run.text
+        assert f"{host}: collective pre-flight checked" in run.text
+        assert recap(run)[host]["changed"] == 0
+
+
+def test_a_normal_run_still_fails_where_the_driver_is_missing_after_the_driver_stage(tmp_path):
+    """Outside check mode the driver stage installs first; a node still without it fails in roce as before."""
+    run = run_stages(tmp_path, {"node1": NO_DRIVER, "node2": OLD_DRIVER}, check=False)
+    assert run.rc != 0
+    assert "node1: /usr/local/Ascend/driver/tools/hccn_tool (roce_hccn_tool) is missing" in run.text
+    assert "not checkable in --check:" not in run.text
+    assert recap(run)["node1"]["failed"] == 1
