@@ -49,6 +49,7 @@ CHOICES = {
     "model.attn_implementation": ATTN_IMPLEMENTATIONS,
     "train.precision": PRECISIONS,
     "train.grad_accum_dtype": GRAD_ACCUM_DTYPES,
+    "parallel.grad_comm_dtype": ("auto",) + GRAD_ACCUM_DTYPES,
     "parallel.device": DEVICES,
     "bench.mode": BENCH_MODES,
     "checkpoint.resume_universal": RESUME_UNIVERSAL,
