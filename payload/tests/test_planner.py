@@ -95,6 +95,27 @@ def test_debug_preset():
     assert fp32.stage == 1 and fp32.grad_comm_dtype == "fp32" and any("fp32 training" in n for n in fp32.notes)
 
 
+def test_zero1_only_where_its_one_reduce_per_step_buys_something():
+    """ZeRO-1 holds what ZeRO-2 holds plus full gradients; its gain is one reduce per optimizer step instead of one
+    per micro-step. One rank has nothing to reduce and one micro-step reduces once either way: ZeRO-2 there."""
+    one = _plan("debug", 1, per_node=1, mem=8 * 2**30)[1]  # the CPU bench's job: 1 rank, 4 micro-steps
+    assert one.stage == 2 and any("ZeRO-1 not tried (one data-parallel rank" in n for n in one.notes)
+    assert one.grad_comm_dtype == "fp32"  # bf16 would round each micro-step's gradient and save no traffic
+    assert any("one data-parallel rank: nothing crosses a link" in n for n in one.notes)
+    # 8 ranks, global batch 8 of micro-batch 1: one micro-step per step, so ZeRO-2 reduces once per step too
+    single = _plan("debug", 1, per_node=8, mem=8 * 2**30, **{"train.micro_batch_size": "1"})[1]
+    assert single.stage == 2 and any("one micro-step per optimizer step" in n for n in single.notes)
+    # 2 ranks x 2 micro-steps: ZeRO-1 reduces once where ZeRO-2 reduce-scatters twice
+    two = _plan("debug", 1, per_node=2, mem=8 * 2**30)[1]
+    assert two.stage == 1 and not any("not tried" in n for n in two.notes)
+    # an explicit stage still wins on one rank, and the CPU bench's fp32 job keeps fp32 on the wire
+    forced = _plan("debug", 1, per_node=1, mem=8 * 2**30, **{"parallel.zero_stage": "1"})[1]
+    assert forced.stage == 1 and any("ZeRO-1: as set" in n for n in forced.notes)
+    cfg = build_config({"model.preset": "debug", "data.seq_len": "512", "train.micro_batch_size": "4"})
+    bench = plan_memory(cfg, build_hf_config(cfg.model), 1, "fp32", 8 * 2**30, 1)
+    assert (bench.stage, bench.grad_comm_dtype) == (2, "fp32")
+
+
 def test_explicit_settings_win():
     _, p = _plan("llama3-8b", 4, **{"parallel.zero_stage": "3", "model.activation_checkpointing": "true",
                                     "model.checkpoint_every": "2", "parallel.reduce_bucket_size": "200000000",
@@ -141,3 +162,18 @@ def test_plan_command_prints_the_choices_and_why(capsys):
     assert out[-1].startswith("memory estimate ZeRO-2: weights") and out[-1].endswith("of 64.0 GiB")
     assert main(["plan", "--preset", "llama3-70b", "--nodes", "4", "--device-memory-gib", "64"]) == 2
     assert "cannot fit 4 nodes x 8 devices" in capsys.readouterr().err
+
+
+def test_auto_is_a_value_of_the_planned_settings_in_the_shared_rules():
+    """`auto` (the planner's) passes the static rules the Ansible collection applies too (config_rules, copied to
+    plugins/module_utils/trainer_rules.py), and the trainer reads it as the planner's choice; other words do not."""
+    from ascendops_trainer.config_rules import AUTO_KEYS, value_problems
+
+    auto = {key: "auto" for key in AUTO_KEYS}
+    assert value_problems(auto) == []
+    cfg = build_config(auto)
+    assert (cfg.model.activation_checkpointing, cfg.model.checkpoint_every, cfg.parallel.reduce_bucket_size,
+            cfg.parallel.prefetch_bucket_size) == (None, None, None, None)
+    assert value_problems({"model.checkpoint_every": "often"}) == [
+        "model.checkpoint_every must be an integer, got 'often'"]
+    assert value_problems({"optim.lr": "auto"}) == ["optim.lr must be a number, got 'auto'"]  # not a planned one

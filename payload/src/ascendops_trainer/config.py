@@ -248,8 +248,7 @@ def _before(optional: bool, numeric: bool):
 
 
 # Optional settings whose None means "the planner chooses": `auto` is accepted for None there.
-AUTO_AS_NONE = frozenset(("model.activation_checkpointing", "model.checkpoint_every", "parallel.reduce_bucket_size",
-                          "parallel.prefetch_bucket_size"))
+AUTO_AS_NONE = config_rules.AUTO_KEYS
 
 
 def _pydantic_field(tp: Any, auto_none: bool = False) -> Any:

@@ -49,6 +49,15 @@ class MemoryPlan:
     reduce_bucket_size: int = 500_000_000
     prefetch_bucket_size: int = 500_000_000
     grad_comm_dtype: str = "fp32"
+    fits: bool = True  # the estimate is within the budget (False only with explicit settings: warned)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The choices and the estimate against the capacity, for the run's record (config.json)."""
+        return {"zero_stage": self.stage, "zero_hpz_partition_size": self.hpz,
+                "activation_checkpointing": self.activation_checkpointing, "checkpoint_every": self.checkpoint_every,
+                "reduce_bucket_size": self.reduce_bucket_size, "prefetch_bucket_size": self.prefetch_bucket_size,
+                "grad_comm_dtype": self.grad_comm_dtype, "estimate_bytes_per_device": self.estimate.total,
+                "device_bytes": self.device_bytes, "fits": self.fits}
 
     def apply(self, cfg: JobConfig) -> None:
         """Write the plan's choices into the job's config (the settings that were auto get their values)."""
@@ -90,7 +99,7 @@ def plan_memory(cfg: JobConfig, hf_config, dp_size: int, precision: str, device_
         raise ConfigError(str(e)) from None
     rc = out.recompute
     return MemoryPlan(out.stage, out.hpz, out.estimate, device_bytes, tuple(out.lines()), rc.checkpointing,
-                      rc.checkpoint_every, out.reduce_bucket, out.prefetch_bucket, out.comm_dtype)
+                      rc.checkpoint_every, out.reduce_bucket, out.prefetch_bucket, out.comm_dtype, out.fits)
 
 
 def resolve_zero_stage(cfg: JobConfig, dp_size: int, hf_config, precision: str, device_bytes: int | None,

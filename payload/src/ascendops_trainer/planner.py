@@ -7,6 +7,10 @@ kept as given - and gives one reason per choice:
 - ZeRO stage: the LOWEST stage that fits. ZeRO-1 (with bf16 weights and fp32 accumulation: DeepSpeed's
   BF16_Optimizer) keeps full fp32 gradients and reduces them ONCE per optimizer step; ZeRO-2 shards them
   and reduce-scatters every micro-step; ZeRO-3 also gathers the weights in every forward and backward.
+  ZeRO-1 is tried only where that one reduce per step buys something: more than one data-parallel rank AND
+  more than one micro-step per optimizer step (stage_order). Otherwise ZeRO-2 is the lowest stage tried: it
+  holds the same weights and optimizer state as ZeRO-1 and less gradient memory, and reduces exactly as
+  often (one rank: nothing crosses a link; one micro-step: both reduce once per step); stage_order.
 - recompute: the least that fits, in the order of its cost in extra forward FLOPs: none; selective (keep
   the matmul outputs, rebuild norms, attention core and SwiGLU: no matmul recomputed; only where the model
   supports it); every k-th decoder layer (k from the number of layers down, each step recomputing more
@@ -17,8 +21,8 @@ kept as given - and gives one reason per choice:
   most DeepSpeed's 5e8 elements. Where memory is short they are halved (twice at most) before any
   recompute is added: smaller buckets cost less than recomputing layers.
 - gradient communication dtype (accumulation stays fp32): fp32 where gradients are reduced once per step
-  (ZeRO-1, or one micro-step per step): that traffic is small and the sum is kept exact; bf16 where
-  ZeRO-2/3 reduce(-scatter) every micro-step (grad_accum > 1): half the traffic and bucket memory, and each
+  (ZeRO-1, or one micro-step per step) or nothing is sent (one rank): the sum is kept exact; bf16 where
+  ZeRO-2/3 reduce(-scatter) every micro-step across ranks (grad_accum > 1): half the traffic and bucket memory, and each
   micro-step's reduced gradient is rounded once before it is accumulated in fp32, so rounding does not
   compound over the accumulation.
 
@@ -151,12 +155,40 @@ def preferred_buckets(hf_config) -> tuple[int, int]:
     return min(_round_up(2 * layer), MAX_BUCKET), min(_round_up(layer), MAX_BUCKET)
 
 
-def choose_comm_dtype(stage: int, grad_accum: int, precision: str, grad_accum_dtype: str) -> tuple[str, str]:
+def stage_order(dp_size: int, grad_accum: int) -> tuple[list[int], str | None]:
+    """The ZeRO stages auto tries, lowest first, and why ZeRO-1 is left out (None: it is tried).
+
+    ZeRO-1 and ZeRO-2 hold the same weights and the same sharded optimizer state; ZeRO-2 also shards the
+    gradients. What ZeRO-1 buys is communication: with gradient accumulation DeepSpeed's ZeRO-1 keeps full
+    gradients, accumulates them locally and reduces once, at the optimizer-step boundary, where ZeRO-2
+    reduce-scatters after every micro-step. That only counts with more than one data-parallel rank (one rank
+    has nothing to send) and more than one micro-step per step (with one, both reduce once per step). Where
+    it does not count, ZeRO-2 is chosen: never more memory, never more traffic. (On the debug model's CPU
+    bench, one rank and gloo, ZeRO-1 once measured 0.85x of plain PyTorch and ZeRO-2 0.99x; a profile puts
+    DeepSpeed's own per-step work at a few percent of the step for either stage, so that gap was the shared
+    machine's load, not ZeRO-1: docs/benchmarks.md. The rule rests on memory and traffic, not on that run.)
+    ZeRO-0 is not chosen on one rank either: bf16 with fp32 gradient accumulation needs a ZeRO optimizer, and
+    a resume on more ranks keeps the checkpoint's stage (its optimizer state is laid out for it).
+    """
+    if dp_size > 1 and grad_accum > 1:
+        return [1, 2, 3], None
+    if dp_size <= 1:
+        why = "one data-parallel rank: nothing to reduce across ranks"
+    else:
+        why = "one micro-step per optimizer step: ZeRO-2 reduces once per step too"
+    return [2, 3], (f"ZeRO-1 not tried ({why}; it would hold the same weights and optimizer state as ZeRO-2 "
+                    "plus full gradients)")
+
+
+def choose_comm_dtype(stage: int, grad_accum: int, precision: str, grad_accum_dtype: str,
+                      dp_size: int = 2) -> tuple[str, str]:
     """(dtype, why) of the gradient communication."""
     if precision != "bf16":
         return "fp32", "fp32 training: gradients are fp32 throughout"
     if grad_accum_dtype == "bf16":
         return "bf16", "train.grad_accum_dtype is bf16: nothing finer to send"
+    if dp_size <= 1:  # bf16 would round every micro-step's gradient and save no traffic
+        return "fp32", "one data-parallel rank: nothing crosses a link, keep the gradients exact"
     if stage <= 1 or grad_accum == 1:
         once = "ZeRO-1 reduces" if stage <= 1 else "one micro-step per step: ZeRO reduces"
         return "fp32", f"{once} the fp32-accumulated gradients once per optimizer step: keep them exact"
@@ -230,13 +262,13 @@ def plan(inp: PlanInputs) -> Plan:
         rb = inp.reduce_bucket or preferred_buckets(inp.hf_config)[0]
         pb = preferred_buckets(inp.hf_config)[1] if inp.prefetch_bucket is None else inp.prefetch_bucket
         comm, comm_why = (inp.comm_dtype, "as set") if inp.comm_dtype else choose_comm_dtype(
-            stage, inp.grad_accum, inp.precision, inp.grad_accum_dtype)
+            stage, inp.grad_accum, inp.precision, inp.grad_accum_dtype, inp.dp_size)
         hpz = _hpz_candidate(inp) if stage == 3 else 1
         est = _estimate(inp, stage, rc, rb, pb, comm, hpz)
         return Plan(stage, hpz, rc, rb, pb, comm, est, None, True, (
             f"device memory unknown: ZeRO-{stage}, recompute {rc.label(layers)}, reduce bucket {rb / 1e6:.0f}M, "
             f"gradient communication {comm} ({comm_why})",))
-    stages = [inp.stage] if inp.stage is not None else [1, 2, 3]
+    stages, skipped = ([inp.stage], None) if inp.stage is not None else stage_order(inp.dp_size, inp.grad_accum)
     recomputes = [inp.recompute] if inp.recompute is not None else recompute_options(
         layers, inp.selective_available)
     pref_rb, pref_pb = preferred_buckets(inp.hf_config)
@@ -250,7 +282,7 @@ def plan(inp: PlanInputs) -> Plan:
     rejected: list[str] = []
     for stage in stages:
         comm, comm_why = (inp.comm_dtype, "as set (parallel.grad_comm_dtype)") if inp.comm_dtype else \
-            choose_comm_dtype(stage, inp.grad_accum, inp.precision, inp.grad_accum_dtype)
+            choose_comm_dtype(stage, inp.grad_accum, inp.precision, inp.grad_accum_dtype, inp.dp_size)
         hpz_try = _hpz_candidate(inp) if stage == 3 else 1
         best = None
         for rc in recomputes:
@@ -282,7 +314,7 @@ def plan(inp: PlanInputs) -> Plan:
     if chosen is None:  # the user's explicit settings rule out every fitting plan: keep them, warn
         stage = stages[-1]
         comm, comm_why = (inp.comm_dtype, "as set") if inp.comm_dtype else choose_comm_dtype(
-            stage, inp.grad_accum, inp.precision, inp.grad_accum_dtype)
+            stage, inp.grad_accum, inp.precision, inp.grad_accum_dtype, inp.dp_size)
         rc, (rb, pb) = recomputes[-1], buckets[-1]
         hpz = _hpz_candidate(inp) if stage == 3 else 1
         est = _estimate(inp, stage, rc, rb, pb, comm, hpz)
@@ -300,8 +332,10 @@ def plan(inp: PlanInputs) -> Plan:
         why = {1: "fits: full fp32 gradients, one reduce per optimizer step",
                2: "the lowest stage that fits: gradients sharded, reduce-scattered every micro-step",
                3: "the only stage that fits: weights gathered in forward and backward"}[stage]
+        if stage == 2 and skipped and not rejected:
+            why = "fits: gradients sharded"
         reasons.insert(0, f"ZeRO-{stage}: {why} ({_gib(est.total)} of the {budget})"
-                       + (f"; {'; '.join(rejected)}" if rejected else ""))
+                       + (f"; {skipped}" if skipped else "") + (f"; {'; '.join(rejected)}" if rejected else ""))
     if inp.recompute is not None:
         reasons.append(f"recompute {rc.label(layers)}: as set (model.activation_checkpointing/checkpoint_every)")
     else:

@@ -398,6 +398,7 @@ class Trainer:
             "zero_hpz_partition_size": rt.plan.hpz,
             "memory_estimate_bytes_per_device": rt.plan.estimate.as_dict(),
             "memory_plan": list(rt.plan.notes),  # the planner's choices and why (planner.py)
+            "memory_plan_choices": rt.plan.as_dict(),  # the same choices, and the estimate vs the capacity
             "device_memory_bytes": rt.plan.device_bytes,
             "attn_implementation": self.attn,
             "document_masking": self.packed,
