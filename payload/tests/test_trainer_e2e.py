@@ -207,7 +207,7 @@ def test_bench_switches_side_by_side_without_torchrun(tmp_path):
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("BENCH_RESULT "))
     res = json.loads(line[len("BENCH_RESULT "):])
     assert res["world_size"] == 1 and res["peak_source"] == "measured fp32 matmul"
-    assert res["zero_stage"] == 2  # auto: the debug model fits easily
+    assert res["zero_stage"] == 2  # auto, one rank: ZeRO-1 buys nothing there (planner.stage_order)
     expected = {"deepspeed", "torch", "fused_rms_norm=off", "fused_rope=off", "fused_swiglu=off",
                 "activation_ckpt=off", "checkpoint_every=2", "loss_chunk=off", "zero_stage=1", "zero_stage=3",
                 "fused_adam=off"}
@@ -337,7 +337,7 @@ def test_resume_with_another_world_size_is_refused_clearly(prepared, straight_ru
 
 def test_zero_auto_resumes_a_checkpoint_with_its_own_stage(prepared, tmp_path):
     """A checkpoint written with ZeRO-3 (an older memory model, another device) resumes under
-    zero_stage auto, which would pick ZeRO-2 for the debug model here: the checkpoint's stage is kept
+    zero_stage auto, which would pick ZeRO-2 for the debug model on one rank: the checkpoint's stage is kept
     instead of refusing the resume."""
     run = tmp_path / "run"
     base = [sys.executable, "-m", "ascendops_trainer", "train", "--preset", "debug", "--data", prepared["data"],
@@ -349,10 +349,17 @@ def test_zero_auto_resumes_a_checkpoint_with_its_own_stage(prepared, tmp_path):
                             timeout=180)
     out = second.stdout + second.stderr
     assert second.returncode == 0, out[-3000:]
-    assert "ZeRO auto: ZeRO-2 needs" in out  # what auto alone would choose
+    assert "memory plan: ZeRO-2: fits" in out and "ZeRO-1 not tried (one data-parallel rank" in out  # auto alone
     assert "saved with ZeRO-3 (auto would choose ZeRO-2 now): keeping ZeRO-3" in out
     assert "resumed from step_00000001: step 1" in out
-    assert json.loads((run / "config.json").read_text())["run"]["zero_stage"] == 3
+    rec = json.loads((run / "config.json").read_text())["run"]
+    assert rec["zero_stage"] == 3
+    # the plan of the resumed stage, in the run's record: its choices and the estimate against the capacity
+    choices = rec["memory_plan_choices"]
+    assert (choices["zero_stage"], choices["activation_checkpointing"], choices["grad_comm_dtype"]) == (
+        3, False, "fp32")
+    assert 0 < choices["estimate_bytes_per_device"] < choices["device_bytes"] and choices["fits"] is True
+    assert rec["memory_plan"][0].startswith("memory plan: ZeRO-3: as set")
 
 
 def test_nonfinite_loss_stops_without_becoming_the_newest_checkpoint(prepared, tmp_path):

@@ -267,19 +267,23 @@ def test_zero_stage_auto_and_hierarchical_partitioning():
         cfg = build_config({"model.preset": preset, **over})
         return plan_memory(cfg, build_hf_config(cfg.model), dp, "bf16", over.pop("_mem", gib64), 8)
 
-    assert plan("llama3-8b", 8).stage == 2  # 8 x 64 GB, seq 8192, recompute: ZeRO-2 fits (about 43 GiB)
+    assert plan("llama3-8b", 8).stage == 2  # 8 x 64 GB, seq 8192: ZeRO-1's full fp32 gradients do not fit
     no_ckpt = plan("llama3-8b", 8, **{"model.activation_checkpointing": "false"})
     assert no_ckpt.stage == 3 and no_ckpt.estimate.activations > 40 * 2**30  # 32 layers of full activations
     assert plan("llama3-8b", 8, **{"data.seq_len": "2048", "model.activation_checkpointing": "false"}).stage == 2
-    assert plan("debug", 2).stage == 2
+    assert plan("debug", 2).stage == 1  # 2 ranks x 2 micro-steps: fits, one reduce per step
+    assert plan("debug", 1).stage == 2  # one rank: nothing to reduce, ZeRO-1 buys nothing
     assert plan_memory(build_config({}), build_hf_config(build_config({}).model), 8, "bf16", None, 8).stage == 3
     assert plan("llama3-8b", 8, **{"parallel.zero_stage": "1"}).stage == 1  # explicit wins
-    # 70B, ZeRO-3 across nodes: hpZ's node-local copy (2P/8 = 16 GiB) fits with 16 nodes, not with 8
-    eight, sixteen = plan("llama3-70b", 64), plan("llama3-70b", 128)
-    assert (eight.stage, eight.hpz, sixteen.stage, sixteen.hpz) == (3, 1, 3, 8)
-    assert any("would not fit" in n for n in eight.notes) and sixteen.estimate.hpz == 2 * 70_553_706_496 // 8
-    assert plan("llama3-70b", 16).notes[-1].startswith("WARNING: the estimate")  # does not fit at all
-    assert plan("llama3-70b", 16, **{"parallel.zero_hpz_partition_size": "8"}).hpz == 8  # explicit: as asked
+    # 70B, ZeRO-3 across nodes: hpZ's node-local copy (2P/8 = 16 GiB) fits with 8 nodes (the planner halves the
+    # buckets and sends bf16 gradients to make room) and 16, not with 6
+    six, eight, sixteen = plan("llama3-70b", 48), plan("llama3-70b", 64), plan("llama3-70b", 128)
+    assert (six.stage, six.hpz, eight.stage, eight.hpz, sixteen.stage, sixteen.hpz) == (3, 1, 3, 8, 3, 8)
+    assert any("would not fit" in n for n in six.notes) and sixteen.estimate.hpz == 2 * 70_553_706_496 // 8
+    with pytest.raises(ConfigError, match="cannot fit 2 nodes x 8 devices"):  # does not fit at all: refused
+        plan("llama3-70b", 16)
+    forced = plan("llama3-70b", 48, **{"parallel.zero_hpz_partition_size": "8"})  # explicit: as asked, warned
+    assert forced.hpz == 8 and forced.notes[-1].startswith("memory plan: WARNING: the estimate")
     z3 = build_config({"parallel.zero_stage": "3"})
     assert hpz_partition_size(z3, 16, 8) == 8  # the static rule (no memory model): gathers stay inside the node
     assert hpz_partition_size(z3, 8, 8) == 1  # one node: nothing to gain
@@ -562,7 +566,7 @@ def test_trainer_pieces_step_evaluate_save(prepared, tmp_path):
         cfg = build_config({"data.path": prepared["data"], "run_dir": str(tmp_path / "run"), "train.steps": "4",
                             "train.eval_interval": "2", "train.eval_batches": "2", "metrics.tensorboard": "false"})
         t = Trainer(cfg)
-        assert isinstance(t.rt, Runtime) and t.rt.grad_accum == 4 and t.rt.plan.stage == 2  # auto: fits
+        assert isinstance(t.rt, Runtime) and t.rt.grad_accum == 4 and t.rt.plan.stage == 2  # auto, one rank
         before = t.loader.state_dict()["consumed"]
         assert t.train_step() is True
         assert t.loader.state_dict()["consumed"] == before + 4 * 2  # grad_accum micro-batches of 2

@@ -53,10 +53,16 @@ CHOICES = {
     "model.attn_implementation": ATTN_IMPLEMENTATIONS,
     "train.precision": PRECISIONS,
     "train.grad_accum_dtype": GRAD_ACCUM_DTYPES,
+    "parallel.grad_comm_dtype": ("auto",) + GRAD_ACCUM_DTYPES,
     "parallel.device": DEVICES,
     "bench.mode": BENCH_MODES,
     "checkpoint.resume_universal": RESUME_UNIVERSAL,
 }
+
+# Settings the trainer's memory planner fills in when they are `auto` (or left out): `auto` passes the
+# checks below and means "the planner chooses" (trainer: None in its config; planner.py).
+AUTO_KEYS = frozenset(("model.activation_checkpointing", "model.checkpoint_every", "parallel.reduce_bucket_size",
+                       "parallel.prefetch_bucket_size"))
 
 # Numeric settings and their lowest value (what 0 means, where it means something).
 MINIMUMS = {
@@ -135,6 +141,8 @@ def value_problems(values, names=None):
             out.append(f"{_name(names, key)} must be one of {', '.join(choices)}, got '{values[key]}'")
     for key, (low, meaning) in MINIMUMS.items():
         if key not in values or values[key] is None:
+            continue
+        if key in AUTO_KEYS and str(values[key]).strip().lower() == "auto":
             continue
         integer = key in INTEGERS
         val = number(values[key], integer)
@@ -274,6 +282,7 @@ TRAINER_KEYS = frozenset((
     "parallel.device",
     "parallel.dist_timeout_s",
     "parallel.fused_adam",
+    "parallel.grad_comm_dtype",
     "parallel.prefetch_bucket_size",
     "parallel.reduce_bucket_size",
     "parallel.zero_hpz_partition_size",

@@ -26,6 +26,13 @@ def _parser() -> argparse.ArgumentParser:
     add_config_arguments(b)
     add_progress_argument(b)
 
+    pn = sub.add_parser("plan", help="the memory planner's choices (ZeRO stage, recompute, buckets, gradient "
+                        "communication) for a job on N nodes x D devices of G GiB, and why; no device needed")
+    add_config_arguments(pn)
+    pn.add_argument("--nodes", type=int, default=1)
+    pn.add_argument("--devices-per-node", type=int, default=8)
+    pn.add_argument("--device-memory-gib", type=float, required=True, help="memory of one device, GiB")
+
     pr = sub.add_parser("prepare", help="tokenize jsonl/jsonl.gz/parquet/txt files into token shards + index.json")
     pr.add_argument("inputs", nargs="+", help=".jsonl[.gz], .parquet, .txt[.gz]/.md (documents split at blank lines)")
     pr.add_argument("--tokenizer", required=True, help="local Hugging Face tokenizer directory")
@@ -88,6 +95,22 @@ def _train(args) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
+def plan_lines(cfg, nodes: int, devices_per_node: int, device_memory_gib: float) -> list[str]:
+    """`ascendops-train plan`: the planner's reasons and the memory estimate of the chosen plan."""
+    from .config import grad_accum_steps
+    from .engine import plan_memory, resolve_precision
+    from .model import build_hf_config
+
+    if nodes < 1 or devices_per_node < 1 or device_memory_gib <= 0:
+        raise ConfigError("--nodes and --devices-per-node must be >= 1 and --device-memory-gib > 0")
+    dp = nodes * devices_per_node
+    grad_accum_steps(cfg, dp)  # the batch must divide, as at launch
+    precision = resolve_precision(cfg.train.precision, "npu")  # auto: bf16, as on any accelerator
+    device_bytes = int(device_memory_gib * 2**30)
+    plan = plan_memory(cfg, build_hf_config(cfg.model), dp, precision, device_bytes, devices_per_node)
+    return [*plan.notes, "memory estimate " + plan.estimate.line(device_bytes)]
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models and tokenizers are local directories, always
     args = _parser().parse_args(argv)
@@ -107,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
             from .bench import bench
 
             return bench(config_from_args(args), progress=progress)
+        if args.cmd == "plan":
+            for line in plan_lines(config_from_args(args), args.nodes, args.devices_per_node, args.device_memory_gib):
+                print(line)
+            return 0
         if args.cmd == "prepare":
             from .data import prepare
 

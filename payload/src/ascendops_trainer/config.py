@@ -46,8 +46,10 @@ class ModelConfig:
     # auto = flash_attention_2 on NPU (transformers calls torch_npu's npu_fusion_attention; packed documents
     # are masked per document), sdpa elsewhere; or name one: sdpa | eager | flash_attention_2
     attn_implementation: str = "auto"
-    activation_checkpointing: bool = True  # recompute decoder layers in backward (see checkpoint_every)
-    checkpoint_every: int = 1  # selective: recompute every k-th decoder layer only (1 = all layers)
+    # recompute decoder layers in backward (see checkpoint_every); auto (null) = the memory planner's choice
+    # (planner.py: none, every k-th layer or all, the least recompute that fits)
+    activation_checkpointing: bool | None = None
+    checkpoint_every: int | None = None  # recompute every k-th decoder layer only (1 = all); auto = the planner's
     # NPU fused kernels (used only where torch_npu provides them; the stock PyTorch code elsewhere)
     fused_rms_norm: bool = True  # torch_npu.npu_rms_norm
     fused_rope: bool = True  # torch_npu.npu_rotary_mul
@@ -94,8 +96,11 @@ class ParallelConfig:
     # memory (no parameter gathers in forward/backward), else 3
     zero_stage: str | int = "auto"
     zero_hpz_partition_size: int = 0  # ZeRO-3 secondary partition (hpZ); 0 = devices per node when multi-node
-    reduce_bucket_size: int = 500_000_000  # elements per gradient reduce bucket
-    prefetch_bucket_size: int = 500_000_000  # ZeRO-3: elements of parameters fetched ahead
+    reduce_bucket_size: int | None = None  # elements per gradient reduce bucket; auto = the planner's (2 layers)
+    prefetch_bucket_size: int | None = None  # ZeRO-3: elements of parameters fetched ahead; auto = one layer
+    # dtype gradients are reduced in (accumulation stays train.grad_accum_dtype): auto = the planner's (fp32
+    # where one reduce per step, bf16 where ZeRO-2/3 reduce every micro-step), or fp32 | bf16
+    grad_comm_dtype: str = "auto"
     # AdamW on its fastest path proven equal to torch AdamW under ZeRO: DeepSpeed FusedAdam on CUDA (when it
     # loads), else torch AdamW foreach; false: torch AdamW per-parameter loop. Never torch_npu's NpuFusedAdamW.
     fused_adam: bool = True
@@ -242,12 +247,22 @@ def _before(optional: bool, numeric: bool):
     return check
 
 
-def _pydantic_field(tp: Any) -> Any:
+# Optional settings whose None means "the planner chooses": `auto` is accepted for None there.
+AUTO_AS_NONE = config_rules.AUTO_KEYS
+
+
+def _pydantic_field(tp: Any, auto_none: bool = False) -> Any:
     from pydantic import BeforeValidator
 
     base, optional = _split_optional(tp)
     numeric = base in (int, float)
-    return typing.Annotated[(base | None) if optional else base, BeforeValidator(_before(optional, numeric))]
+    check = _before(optional, numeric)
+    if auto_none:
+        def check(value: Any, _inner=check) -> Any:  # noqa: F811
+            if isinstance(value, str) and value.strip().lower() == "auto":
+                return None
+            return _inner(value)
+    return typing.Annotated[(base | None) if optional else base, BeforeValidator(check)]
 
 
 @functools.cache
@@ -260,7 +275,8 @@ def _job_model():
     for name, tp in typing.get_type_hints(JobConfig).items():
         if dataclasses.is_dataclass(tp):
             hints = typing.get_type_hints(tp)
-            sub = {f.name: (_pydantic_field(hints[f.name]), None) for f in dataclasses.fields(tp)}
+            sub = {f.name: (_pydantic_field(hints[f.name], f"{name}.{f.name}" in AUTO_AS_NONE), None)
+                   for f in dataclasses.fields(tp)}
             top[name] = (create_model(f"{tp.__name__}Model", __config__=conf, **sub) | None, None)
         else:
             top[name] = (_pydantic_field(tp), None)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import ConfigError, JobConfig, grad_accum_steps
+from .memory import DEFAULT_BUCKET
 
 log = logging.getLogger(__name__)
 
@@ -42,52 +43,63 @@ class MemoryPlan:
     hpz: int  # ZeRO++ secondary partition size (1 = off)
     estimate: Any  # memory.MemoryEstimate of that choice, per device
     device_bytes: int | None
-    notes: tuple[str, ...] = ()  # why auto chose what it chose
+    notes: tuple[str, ...] = ()  # why the planner chose what it chose (one line each)
+    activation_checkpointing: bool = True
+    checkpoint_every: int = 1
+    reduce_bucket_size: int = 500_000_000
+    prefetch_bucket_size: int = 500_000_000
+    grad_comm_dtype: str = "fp32"
+    fits: bool = True  # the estimate is within the budget (False only with explicit settings: warned)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The choices and the estimate against the capacity, for the run's record (config.json)."""
+        return {"zero_stage": self.stage, "zero_hpz_partition_size": self.hpz,
+                "activation_checkpointing": self.activation_checkpointing, "checkpoint_every": self.checkpoint_every,
+                "reduce_bucket_size": self.reduce_bucket_size, "prefetch_bucket_size": self.prefetch_bucket_size,
+                "grad_comm_dtype": self.grad_comm_dtype, "estimate_bytes_per_device": self.estimate.total,
+                "device_bytes": self.device_bytes, "fits": self.fits}
+
+    def apply(self, cfg: JobConfig) -> None:
+        """Write the plan's choices into the job's config (the settings that were auto get their values)."""
+        m, p = cfg.model, cfg.parallel
+        p.zero_stage = self.stage
+        m.activation_checkpointing, m.checkpoint_every = self.activation_checkpointing, self.checkpoint_every
+        p.reduce_bucket_size, p.prefetch_bucket_size = self.reduce_bucket_size, self.prefetch_bucket_size
+        p.grad_comm_dtype = self.grad_comm_dtype
 
 
 def plan_memory(cfg: JobConfig, hf_config, dp_size: int, precision: str, device_bytes: int | None,
                 devices_per_node: int) -> MemoryPlan:
-    """The ZeRO stage and hpZ size for this job, from the memory model (memory.py).
-
-    zero_stage auto: ZeRO-2 (no parameter gathers in forward/backward) when its estimate - the full bf16
-    weights, the sharded gradients and fp32 optimizer state, the buckets and the activations of one
-    micro-batch at this sequence length and checkpointing - fits the device (FIT_FRACTION of it); else
-    ZeRO-3. Unknown device memory: ZeRO-3.
-    zero_hpz_partition_size auto (0): the devices per node when the job spans nodes on ZeRO-3 AND the
-    secondary copy (2P/hpz bytes) still fits next to everything else; left off (1) otherwise."""
-    from .memory import estimate_for, fits
+    """The memory planner's choices for this job (planner.py): ZeRO stage, recompute, bucket sizes, the
+    gradient communication dtype and the hpZ size, each kept as set where the job sets it explicitly.
+    A model that cannot fit the devices at all is refused (ConfigError) with the numbers."""
     from .model import param_counts
+    from .planner import PlanError, PlanInputs, plan, recompute_from
 
-    p = cfg.parallel
-    n = param_counts(hf_config).total
-    notes: list[str] = []
-    if p.zero_stage == "auto":
-        two = estimate_for(cfg, hf_config, n, 2, dp_size, precision)
-        stage = 2 if fits(two, device_bytes) else 3
-        notes.append("ZeRO auto: " + ("device memory unknown" if not device_bytes else
-                                      f"ZeRO-2 needs {two.total / 2**30:.1f} GiB per device, "
-                                      + ("fits" if stage == 2 else "does not fit")) + f" -> ZeRO-{stage}")
-    else:
-        stage = int(p.zero_stage)
-    hpz = 1
-    if stage == 3:
-        if p.zero_hpz_partition_size:
-            hpz = hpz_partition_size(cfg, dp_size, devices_per_node)
-        elif dp_size > devices_per_node:
-            candidate = hpz_partition_size(cfg, dp_size, devices_per_node)
-            with_hpz = estimate_for(cfg, hf_config, n, 3, dp_size, precision, candidate)
-            if device_bytes and not fits(with_hpz, device_bytes):
-                notes.append(f"hpZ auto: the secondary copy ({with_hpz.hpz / 2**30:.1f} GiB) would not fit "
-                             f"({with_hpz.total / 2**30:.1f} GiB per device): left off")
-            else:
-                hpz = candidate
-                notes.append(f"hpZ auto: partition size {hpz} (the devices per node)")
-    est = estimate_for(cfg, hf_config, n, stage, dp_size, precision, hpz)
-    if device_bytes and not fits(est, device_bytes):
-        notes.append(f"WARNING: the estimate ({est.total / 2**30:.1f} GiB per device) exceeds the device's "
-                     f"{device_bytes / 2**30:.1f} GiB: expect out-of-memory; use more devices, activation "
-                     "checkpointing or a smaller micro-batch / sequence")
-    return MemoryPlan(stage, hpz, est, device_bytes, tuple(notes))
+    m, p, t = cfg.model, cfg.parallel, cfg.train
+    if p.zero_hpz_partition_size and p.zero_stage in (3, "auto"):
+        hpz_partition_size(cfg, dp_size, devices_per_node)  # refuses a size that does not divide
+    try:
+        ga = grad_accum_steps(cfg, dp_size)
+    except ConfigError:
+        ga = 1  # refused where the job starts (Runtime); the memory plan does not depend on it
+    inp = PlanInputs(
+        hf_config=hf_config, n_params=param_counts(hf_config).total, seq_len=cfg.data.seq_len,
+        micro_batch=t.micro_batch_size, dp_size=dp_size, devices_per_node=devices_per_node,
+        device_bytes=device_bytes, precision=precision, grad_accum_dtype=t.grad_accum_dtype, grad_accum=ga,
+        loss_chunk_tokens=m.loss_chunk_tokens, selective_available=False,  # the HF model: whole layers only
+        stage=None if p.zero_stage == "auto" else int(p.zero_stage),
+        recompute=recompute_from(m.activation_checkpointing, m.checkpoint_every, hf_config.num_hidden_layers),
+        reduce_bucket=p.reduce_bucket_size, prefetch_bucket=p.prefetch_bucket_size,
+        comm_dtype=None if p.grad_comm_dtype == "auto" else p.grad_comm_dtype,
+        hpz=p.zero_hpz_partition_size or None)
+    try:
+        out = plan(inp)
+    except PlanError as e:
+        raise ConfigError(str(e)) from None
+    rc = out.recompute
+    return MemoryPlan(out.stage, out.hpz, out.estimate, device_bytes, tuple(out.lines()), rc.checkpointing,
+                      rc.checkpoint_every, out.reduce_bucket, out.prefetch_bucket, out.comm_dtype, out.fits)
 
 
 def resolve_zero_stage(cfg: JobConfig, dp_size: int, hf_config, precision: str, device_bytes: int | None,
@@ -135,10 +147,11 @@ def deepspeed_config(cfg: JobConfig, dp_size: int, precision: str,
     stage = 3 if p.zero_stage == "auto" else int(p.zero_stage)  # callers resolve auto first (resolve_zero_stage)
     zero: dict[str, Any] = {"stage": stage}
     if stage >= 1:
-        zero.update({"overlap_comm": True, "contiguous_gradients": True, "reduce_bucket_size": p.reduce_bucket_size})
+        zero.update({"overlap_comm": True, "contiguous_gradients": True,
+                     "reduce_bucket_size": p.reduce_bucket_size or DEFAULT_BUCKET})
     if stage == 3:
         zero.update({
-            "stage3_prefetch_bucket_size": p.prefetch_bucket_size,
+            "stage3_prefetch_bucket_size": DEFAULT_BUCKET if p.prefetch_bucket_size is None else p.prefetch_bucket_size,
             "stage3_param_persistence_threshold": int(1e6),
             "stage3_max_live_parameters": int(1e9),
             "stage3_gather_16bit_weights_on_model_save": False,  # we gather ourselves on export
@@ -171,7 +184,9 @@ def deepspeed_config(cfg: JobConfig, dp_size: int, precision: str,
     }
     if data_types:
         ds["data_types"] = data_types
-        ds["communication_data_type"] = t.grad_accum_dtype
+        # what the planner chose (plan_memory) or the user set; auto before planning: the accumulation dtype
+        comm = t.grad_accum_dtype if p.grad_comm_dtype == "auto" or t.grad_accum_dtype == "bf16" else p.grad_comm_dtype
+        ds["communication_data_type"] = comm
     if override:
         ds = deep_merge(ds, override)
         ours = {"train_batch_size": t.global_batch_size, "train_micro_batch_size_per_gpu": t.micro_batch_size,

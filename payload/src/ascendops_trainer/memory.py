@@ -17,8 +17,11 @@ tests compare them on the debug and Llama 3 8B shapes):
 - activations (per micro-batch, with flash attention: no S x S scores): per token and layer,
   6h + 2*kv + 4*ffn elements (residuals, norm outputs, q/k/v, attention output; gate, up, SiLU and
   the product). A recomputed layer keeps only its input (h) and one layer is rebuilt at a time in
-  backward. Plus the loss: the fp32 logits and their gradient of one loss chunk (or of every token
-  without chunking) and the bf16 logits.
+  backward. Selective recompute keeps the matmul outputs and inputs it cannot rebuild cheaply (the layer
+  input, q/k/v, the attention output, the mid-layer residual, gate and up: 4h + 2kv + 2ffn) and
+  rebuilds the norms, the attention core and SwiGLU (2h + 2ffn, one layer at a time). Plus the loss: the
+  fp32 logits and their gradient of one loss chunk (or of every token without chunking) and the bf16
+  logits.
 
 Estimates, not measurements: the allocator's fragmentation and the framework's workspaces come on
 top, hence the budget below the device's memory (FIT_FRACTION).
@@ -31,6 +34,7 @@ from typing import Any
 
 FIT_FRACTION = 0.9  # of the device's memory the estimate may fill (allocator, workspaces, HCCL buffers)
 GIB = 2**30
+DEFAULT_BUCKET = 500_000_000  # elements: DeepSpeed's reduce bucket default; ours before the planner
 
 
 @dataclass(frozen=True)
@@ -79,13 +83,24 @@ def largest_layer_params(hf_config) -> int:
     return max(v * h, h * ffn, h * hf_config.num_attention_heads * hd, h * kv)
 
 
+def layer_params(hf_config) -> int:
+    """Parameters of one decoder layer (attention, MLP, its two norms)."""
+    h, kv, ffn, _, _ = _shape(hf_config)
+    hd = getattr(hf_config, "head_dim", None) or h // hf_config.num_attention_heads
+    q = hf_config.num_attention_heads * hd
+    return 2 * h * q + 2 * h * kv + 3 * h * ffn + 2 * h
+
+
 def activation_bytes(hf_config, seq_len: int, micro_batch: int, dtype_bytes: int, checkpointing: bool,
-                     checkpoint_every: int = 1, loss_chunk_tokens: int = 0) -> int:
+                     checkpoint_every: int = 1, loss_chunk_tokens: int = 0, selective: bool = False) -> int:
     """Peak activation memory of one micro-batch (forward kept for backward, plus the loss)."""
     h, kv, ffn, v, layers = _shape(hf_config)
     tokens = seq_len * micro_batch
     full_layer = tokens * (6 * h + 2 * kv + 4 * ffn) * dtype_bytes
-    if checkpointing:
+    if selective and not checkpointing:
+        kept = tokens * (4 * h + 2 * kv + 2 * ffn) * dtype_bytes
+        layer_mem = layers * kept + tokens * (2 * h + 2 * ffn) * dtype_bytes  # + one layer's rebuilt part
+    elif checkpointing:
         recomputed = len(range(0, layers, max(checkpoint_every, 1)))
         kept = layers - recomputed
         layer_mem = recomputed * tokens * h * dtype_bytes + kept * full_layer + full_layer  # + one rebuilt
@@ -100,9 +115,10 @@ def activation_bytes(hf_config, seq_len: int, micro_batch: int, dtype_bytes: int
 def estimate_memory(hf_config, n_params: int, stage: int, dp_size: int, precision: str = "bf16",
                     grad_accum_dtype: str = "fp32", hpz: int = 1, reduce_bucket_size: int = 500_000_000,
                     prefetch_bucket_size: int = 500_000_000, seq_len: int = 8192, micro_batch: int = 1,
-                    checkpointing: bool = True, checkpoint_every: int = 1, loss_chunk_tokens: int = 4096
-                    ) -> MemoryEstimate:
-    """Per-device bytes of a ZeRO stage for this model and batch (see the module docstring)."""
+                    checkpointing: bool = True, checkpoint_every: int = 1, loss_chunk_tokens: int = 4096,
+                    comm_dtype: str | None = None, selective: bool = False) -> MemoryEstimate:
+    """Per-device bytes of a ZeRO stage for this model and batch (see the module docstring). comm_dtype:
+    the gradient communication dtype (None: fp32 with fp32 accumulation, else the model's)."""
     p, n = n_params, max(dp_size, 1)
     w = 2 if precision == "bf16" else 4
     fp32_accum = precision != "bf16" or grad_accum_dtype == "fp32"
@@ -117,20 +133,24 @@ def estimate_memory(hf_config, n_params: int, stage: int, dp_size: int, precisio
             grads = w * p + (4 * p if stage == 1 and fp32_accum and precision == "bf16" else 0)
     optimizer = 12 * p // (n if stage >= 1 else 1)
     hpz_bytes = w * p // hpz if stage == 3 and hpz > 1 else 0
-    comm = 4 if fp32_accum else w
+    comm = {"fp32": 4, "bf16": 2}.get(comm_dtype or "", 4 if fp32_accum else w)
     buckets = (2 * reduce_bucket_size * comm if stage >= 1 else 0) + (w * prefetch_bucket_size if stage == 3 else 0)
-    act = activation_bytes(hf_config, seq_len, micro_batch, w, checkpointing, checkpoint_every, loss_chunk_tokens)
+    act = activation_bytes(hf_config, seq_len, micro_batch, w, checkpointing, checkpoint_every, loss_chunk_tokens,
+                           selective)
     return MemoryEstimate(stage, weights, grads, optimizer, hpz_bytes, buckets, act)
 
 
 def estimate_for(cfg, hf_config, n_params: int, stage: int, dp_size: int, precision: str, hpz: int = 1
                  ) -> MemoryEstimate:
-    """estimate_memory with the job's own settings (JobConfig)."""
+    """estimate_memory with the job's own settings (JobConfig; settings still auto: their old defaults -
+    full recompute, 5e8-element buckets, communication in the accumulation dtype)."""
     m, p = cfg.model, cfg.parallel
+    comm = None if p.grad_comm_dtype == "auto" else p.grad_comm_dtype
     return estimate_memory(hf_config, n_params, stage, dp_size, precision, cfg.train.grad_accum_dtype, hpz,
-                           p.reduce_bucket_size, p.prefetch_bucket_size, cfg.data.seq_len,
-                           cfg.train.micro_batch_size, m.activation_checkpointing, m.checkpoint_every,
-                           m.loss_chunk_tokens)
+                           p.reduce_bucket_size or DEFAULT_BUCKET, p.prefetch_bucket_size or DEFAULT_BUCKET,
+                           cfg.data.seq_len, cfg.train.micro_batch_size,
+                           m.activation_checkpointing is not False, m.checkpoint_every or 1, m.loss_chunk_tokens,
+                           comm)
 
 
 def fits(estimate: MemoryEstimate, device_bytes: int | None) -> bool:

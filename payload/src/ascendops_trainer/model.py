@@ -225,8 +225,9 @@ def build_model(mcfg: ModelConfig, hf_config, dtype, ds_config: dict[str, Any] |
         with where:
             model = LlamaForCausalLM._from_config(hf_config, dtype=dtype, attn_implementation=attn)
     model.config.use_cache = False
-    if mcfg.activation_checkpointing:
-        enable_activation_checkpointing(model, mcfg.checkpoint_every)
+    # auto (None) is resolved by the memory planner before a job builds its model; unplanned: every layer
+    if mcfg.activation_checkpointing is not False:
+        enable_activation_checkpointing(model, mcfg.checkpoint_every or 1)
     apply_fused_kernels(model, mcfg, kernels)
     install_chunked_loss(model, mcfg.loss_chunk_tokens)
     return model

@@ -144,6 +144,16 @@ def causal_lm_loss(engine_or_model, batch, position_ids=None, packed: dict[str, 
     return F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), targets.reshape(-1))
 
 
+PLANNED_KEYS = (("model", "activation_checkpointing"), ("model", "checkpoint_every"),
+                ("parallel", "reduce_bucket_size"), ("parallel", "prefetch_bucket_size"),
+                ("parallel", "grad_comm_dtype"))
+
+
+def _planned_settings(cfg: JobConfig) -> dict[tuple[str, str], Any]:
+    """The planner's settings as the job set them (None / auto: the planner chooses)."""
+    return {(sec, name): getattr(getattr(cfg, sec), name) for sec, name in PLANNED_KEYS}
+
+
 @dataclass
 class Runtime:
     """What `train` and `bench` both set up, once: the process group, precision, model config, the memory
@@ -161,6 +171,7 @@ class Runtime:
     peak_source: str
     kernels: Any  # torch_npu (fused kernels) or None
     stage_auto: bool = False  # parallel.zero_stage was auto (the plan chose the stage)
+    planned: dict[str, Any] | None = None  # the settings that were auto before the plan filled them in
 
     @classmethod
     def create(cls, cfg: JobConfig) -> Runtime:
@@ -181,10 +192,11 @@ class Runtime:
         ga = grad_accum_steps(cfg, ctx.world_size)
         hf_config = build_hf_config(cfg.model, ctx.device_type)
         stage_auto = cfg.parallel.zero_stage == "auto"
+        planned = _planned_settings(cfg)  # what the plan fills in (auto), restored for a replan
         plan = plan_memory(cfg, hf_config, ctx.world_size, precision,
                            device_memory_bytes(ctx.device_type, ctx.launch.local_world_size),
                            ctx.launch.local_world_size)
-        cfg.parallel.zero_stage = plan.stage
+        plan.apply(cfg)
         if ctx.is_main:
             for note in plan.notes:
                 log.info("%s", note)
@@ -192,18 +204,23 @@ class Runtime:
         dev = device_name(ctx.device_type)
         peak, peak_src = resolve_peak_tflops(cfg.metrics.peak_tflops, ctx.device_type, dev, precision)
         return cls(cfg, ctx, precision, ga, hf_config, plan, flops_per_token_for(hf_config, cfg.data.seq_len), dev,
-                   peak, peak_src, npu_kernels() if ctx.device_type == "npu" else None, stage_auto)
+                   peak, peak_src, npu_kernels() if ctx.device_type == "npu" else None, stage_auto, planned)
 
     def replan(self, stage: int) -> None:
         """Plan again with the ZeRO stage fixed (a resumed checkpoint's, when the stage was auto)."""
         from .engine import device_memory_bytes, plan_memory
 
+        for (section, name), value in (self.planned or {}).items():  # the other choices are the planner's again
+            setattr(getattr(self.cfg, section), name, value)
         self.cfg.parallel.zero_stage = stage
         ctx = self.ctx
         self.plan = plan_memory(self.cfg, self.hf_config, ctx.world_size, self.precision,
                                 device_memory_bytes(ctx.device_type, ctx.launch.local_world_size),
                                 ctx.launch.local_world_size)
+        self.plan.apply(self.cfg)
         if ctx.is_main:
+            for note in self.plan.notes:
+                log.info("%s", note)
             log.info("memory estimate %s", self.plan.estimate.line(self.plan.device_bytes))
 
     def deepspeed_config(self, cfg: JobConfig | None = None) -> dict[str, Any]:
@@ -380,6 +397,8 @@ class Trainer:
             "resumed": self.resume_plan.as_dict() if self.resume_plan is not None else None,
             "zero_hpz_partition_size": rt.plan.hpz,
             "memory_estimate_bytes_per_device": rt.plan.estimate.as_dict(),
+            "memory_plan": list(rt.plan.notes),  # the planner's choices and why (planner.py)
+            "memory_plan_choices": rt.plan.as_dict(),  # the same choices, and the estimate vs the capacity
             "device_memory_bytes": rt.plan.device_bytes,
             "attn_implementation": self.attn,
             "document_masking": self.packed,
