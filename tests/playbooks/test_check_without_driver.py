@@ -90,7 +90,9 @@ def collection(tmp_path):
     for rel, tasks in files.items():
         (top / "roles" / rel).parent.mkdir(parents=True, exist_ok=True)
         (top / "roles" / rel).write_text(yaml.safe_dump(tasks, sort_keys=False))
-    for rel in ("npu_driver/tasks/reboot.yml", "npu_driver/vars", "roce/tasks/main.yml"):
+    for rel in ("npu_driver/tasks/reboot.yml", "npu_driver/vars", "roce/tasks/main.yml",
+                "ascend/tasks/driver_pending.yml"):
+        (top / "roles" / rel).parent.mkdir(parents=True, exist_ok=True)
         (top / "roles" / rel).symlink_to(ROOT / "roles" / rel)
     return tmp_path / "collections"
 
