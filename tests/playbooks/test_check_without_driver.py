@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .day2 import ROOT, Run
+from .day2 import ROOT, Run, run_playbook
 
 pytestmark = pytest.mark.slow
 
@@ -259,3 +259,35 @@ def test_check_of_launch_alone_on_converged_nodes_checks_it(tmp_path):
     assert run.rc == 0, run.out
     assert "not checkable in --check:" not in run.text
     assert "node1: launch checked" in run.text and "node2: launch checked" in run.text
+
+
+def test_check_of_add_node_on_a_bare_new_node_says_not_checkable(tmp_path, monkeypatch):
+    """add_node.yml --check ends with the plan; each new node is read (the real npu_info on its stand-in install path
+    and npu-smi): the bare one is named not checkable, the one whose driver runs is not, and the run passes."""
+    from ansible_collections.ascendops.cluster.plugins.module_utils.trainer_rules import TRAINER_KEYS
+    if "checkpoint.resume_universal" not in TRAINER_KEYS:
+        pytest.skip("the trainer has no universal-checkpoint resume: add_node refuses a new world size")
+    nodes = {"a2-node03": NO_DRIVER, "a2-node04": RUNNING}
+    hostvars = vendor_tools(tmp_path, nodes)
+    for offset, host in enumerate(nodes, start=3):
+        hostvars[host].update(ansible_host=f"192.0.2.1{offset}", roce_address_offset=offset * 10)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+    job = yaml.safe_load((ROOT / "inventories/sample/group_vars/all/job.yml").read_text())["launch_job"]
+    job = dict(job, checkpoint_shared_fs=True, global_batch_size=64, micro_batch_size=2)
+    probe = {"scale_reachable": True, "scale_job_servers": ["192.0.2.11", "192.0.2.12"], "scale_job_running": True}
+    run = run_playbook(tmp_path, "add_node.yml", {h: dict(probe) for h in ("a2-node01", "a2-node02", *nodes)},
+                       {"nodes": "a2-node03,a2-node04", "launch_job": job}, check=True,
+                       inventory_hosts={"npu_nodes": hostvars})
+    assert run.rc == 0, run.out
+    assert ("a2-node03: add_node device NICs, reachability, collective pre-flight and launch not checkable in --check: "
+            "the NPU driver is not installed yet (the npu_driver stage installs it; it did not run in this --check); "
+            "add_node.yml without --check installs it in its prepare step, before those steps") in run.text
+    assert run.text.count("a2-node03: add_node device NICs") == 1
+    assert "a2-node04: add_node" not in run.text
+    # only the new nodes are read
+    read = run.out[run.out.index("TASK [ascendops.cluster.ascend : Ascend | Read whether the NPU driver is installed"):]
+    read = read[:read.index("TASK [", 1)]
+    assert "ok: [a2-node03]" in read and "ok: [a2-node04]" in read
+    assert "skipping: [a2-node01]" in read and "ok: [a2-node01]" not in read
+    assert "Check mode: the plan above was printed and nothing changed" in run.text
+    assert set(run.recap_changed().values()) == {0}, run.out
