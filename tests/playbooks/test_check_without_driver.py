@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .day2 import ROOT, Run
+from .day2 import ROOT, Run, run_playbook
 
 pytestmark = pytest.mark.slow
 
@@ -63,9 +63,9 @@ def hccn_standin(what):
                 "msg": "{{ inventory_hostname }}: " + what + " checked"}}]
 
 
-def cluster_standin(what):
+def cluster_standin(what, tags):
     """The rank table reads every node's device addresses: one node without the driver fails it everywhere."""
-    return [{"name": f"Launch stand-in | {what}", "ansible.builtin.assert": {
+    return [{"name": f"Launch stand-in | {what}", "tags": tags, "ansible.builtin.assert": {
         "that": "ansible_play_hosts_all | map('extract', test_nodes) | map(attribute='driver')"
                 " | rejectattr('installed') | list | length == 0",
         "fail_msg": "rank table: hccn_tool is missing on a node: the NPU driver is not installed",
@@ -84,23 +84,44 @@ def collection(tmp_path):
         "roce/tasks/check.yml": hccn_standin("links and ping matrix"),
         "roce/tasks/host.yml": [{"name": "RoCE stand-in | Host side", "ansible.builtin.debug": {
             "msg": "{{ inventory_hostname }}: host side checked"}}],
-        "launch/tasks/main.yml": cluster_standin("launch"),
-        "launch/tasks/collective.yml": cluster_standin("collective pre-flight"),
+        # the tags of the real role's phases that read the device addresses (roles/launch/tasks/main.yml)
+        "launch/tasks/main.yml": cluster_standin("launch", ["launch", "launch_rank_table"]),
+        "launch/tasks/collective.yml": cluster_standin("collective pre-flight", ["collective"]),
     }
     for rel, tasks in files.items():
         (top / "roles" / rel).parent.mkdir(parents=True, exist_ok=True)
         (top / "roles" / rel).write_text(yaml.safe_dump(tasks, sort_keys=False))
     for rel in ("npu_driver/tasks/reboot.yml", "npu_driver/vars", "roce/tasks/main.yml",
-                "ascend/tasks/driver_pending.yml"):
+                "ascend/tasks/driver_pending.yml", "ascend/tasks/driver_pending_read.yml"):
         (top / "roles" / rel).parent.mkdir(parents=True, exist_ok=True)
         (top / "roles" / rel).symlink_to(ROOT / "roles" / rel)
     return tmp_path / "collections"
 
 
-def run_stages(tmp_path, nodes, check):
+def vendor_tools(tmp_path, nodes):
+    """Each node's install path as npu_info reads it (driver/version.info where test_nodes has the driver), and an
+    npu-smi stand-in on PATH that prints a 910B node's table: what a stage run by tag reads (driver_pending_read.yml)
+    when the npu_driver stage did not run. Returns the inventory's host variables."""
+    hostvars = {}
+    for host, node in nodes.items():
+        install = tmp_path / f"{host}-Ascend"
+        install.mkdir()
+        if node["driver"]["installed"]:
+            (install / "driver").mkdir()
+            (install / "driver" / "version.info").write_text(f"Version={node['driver']['version']}\n")
+        hostvars[host] = {"ascend_install_path": str(install)}
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fixture = ROOT / "tests" / "unit" / "plugins" / "fixtures" / "npu_smi_info_910b_8npu.txt"
+    (bin_dir / "npu-smi").write_text(f"#!/bin/sh\ncat '{fixture}'\n")
+    (bin_dir / "npu-smi").chmod(0o755)
+    return hostvars
+
+
+def run_stages(tmp_path, nodes, check, tags=None):
     collections = collection(tmp_path)
     inv = tmp_path / "hosts.yml"
-    inv.write_text(yaml.safe_dump({"all": {"children": {"npu_nodes": {"hosts": {h: {} for h in nodes}}}}}))
+    inv.write_text(yaml.safe_dump({"all": {"children": {"npu_nodes": {"hosts": vendor_tools(tmp_path, nodes)}}}}))
     (tmp_path / "state").mkdir()
     (tmp_path / "vars.yml").write_text(yaml.safe_dump({
         "test_nodes": nodes, "test_dir": str(tmp_path / "state"), "ascend_run_lock_path": str(tmp_path / "run.lock"),
@@ -115,10 +136,12 @@ def run_stages(tmp_path, nodes, check):
         playbook_bin = Path(shutil.which("ansible-playbook") or "ansible-playbook")
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
                ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_CACHE_PLUGIN="memory",
-               ANSIBLE_RETRY_FILES_ENABLED="0")
+               ANSIBLE_RETRY_FILES_ENABLED="0", PATH=f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
     cmd = [str(playbook_bin), str(site), "-i", str(inv), "-e", f"@{tmp_path / 'vars.yml'}", "--diff"]
     if check:
         cmd.append("--check")
+    if tags:
+        cmd += ["--tags", tags]
     return Run(subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False))
 
 
@@ -189,3 +212,82 @@ def test_a_normal_run_still_fails_where_the_driver_is_missing_after_the_driver_s
     assert "node1: /usr/local/Ascend/driver/tools/hccn_tool (roce_hccn_tool) is missing" in run.text
     assert "not checkable in --check:" not in run.text
     assert recap(run)["node1"]["failed"] == 1
+
+
+# A stage run by tag (or its playbook alone): the npu_driver stage's decision did not run, so the stage reads the
+# node itself (the real npu_info, on the stand-in install paths and npu-smi) and decides the same.
+RAN_BY_TAG = ("the NPU driver is not installed yet (the npu_driver stage installs it; it did not run in this --check); "
+              "run the npu_driver stage first (playbooks/npu_driver.yml), or check the whole site.yml")
+RUNNING = dict(OLD_DRIVER, driver={"installed": True, "version": TARGET})
+
+
+def test_check_of_the_roce_stage_alone_on_a_node_without_its_driver_says_not_checkable(tmp_path):
+    run = run_stages(tmp_path, {"node1": NO_DRIVER, "node2": RUNNING}, check=True, tags="roce")
+    assert run.rc == 0, run.out
+    counts = recap(run)
+    assert counts["node1"]["failed"] == 0 and counts["node2"]["failed"] == 0, run.out
+    assert f"node1: roce not checkable in --check: {RAN_BY_TAG}" in run.text
+    assert run.text.count("node1: roce not checkable") == 1
+    # the driver stage did not run; node2, whose driver runs, is checked as always
+    assert "+driver 25.2.0" not in run.text and "would reboot" not in run.text
+    assert "node2: roce not checkable" not in run.text
+    assert "node2: device NICs checked" in run.text and "node2: links and ping matrix checked" in run.text
+    assert "node1: device NICs checked" not in run.text and "node1: host side checked" in run.text
+    assert "is missing" not in run.text
+    assert "check mode: node1 had no running NPU driver yet" in run.text
+
+
+def test_the_roce_stage_alone_without_check_still_fails_naming_hccn_tool(tmp_path):
+    run = run_stages(tmp_path, {"node1": NO_DRIVER, "node2": RUNNING}, check=False, tags="roce")
+    assert run.rc != 0
+    assert "node1: /usr/local/Ascend/driver/tools/hccn_tool (roce_hccn_tool) is missing" in run.text
+    assert "not checkable in --check:" not in run.text
+    assert recap(run)["node1"]["failed"] == 1
+
+
+def test_check_of_launch_alone_on_a_cluster_with_a_node_without_its_driver_says_not_checkable(tmp_path):
+    run = run_stages(tmp_path, {"node1": NO_DRIVER, "node2": RUNNING}, check=True, tags="launch")
+    assert run.rc == 0, run.out
+    assert f"node1: launch not checkable in --check: {RAN_BY_TAG}" in run.text
+    assert ("node2: launch not checkable in --check: it spans every node, and node1 has no running NPU driver yet"
+            in run.text)
+    assert "rank table: hccn_tool is missing" not in run.text and "roce not checkable" not in run.text
+
+
+def test_check_of_launch_alone_on_converged_nodes_checks_it(tmp_path):
+    run = run_stages(tmp_path, {"node1": RUNNING, "node2": RUNNING}, check=True, tags="launch")
+    assert run.rc == 0, run.out
+    assert "not checkable in --check:" not in run.text
+    assert "node1: launch checked" in run.text and "node2: launch checked" in run.text
+
+
+def test_check_of_add_node_on_a_bare_new_node_says_not_checkable(tmp_path, monkeypatch):
+    """add_node.yml --check ends with the plan; each new node is read (the real npu_info on its stand-in install path
+    and npu-smi): the bare one is named not checkable, the one whose driver runs is not, and the run passes."""
+    from ansible_collections.ascendops.cluster.plugins.module_utils.trainer_rules import TRAINER_KEYS
+    if "checkpoint.resume_universal" not in TRAINER_KEYS:
+        pytest.skip("the trainer has no universal-checkpoint resume: add_node refuses a new world size")
+    nodes = {"a2-node03": NO_DRIVER, "a2-node04": RUNNING}
+    hostvars = vendor_tools(tmp_path, nodes)
+    for offset, host in enumerate(nodes, start=3):
+        hostvars[host].update(ansible_host=f"192.0.2.1{offset}", roce_address_offset=offset * 10)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+    job = yaml.safe_load((ROOT / "inventories/sample/group_vars/all/job.yml").read_text())["launch_job"]
+    job = dict(job, checkpoint_shared_fs=True, global_batch_size=64, micro_batch_size=2)
+    probe = {"scale_reachable": True, "scale_job_servers": ["192.0.2.11", "192.0.2.12"], "scale_job_running": True}
+    run = run_playbook(tmp_path, "add_node.yml", {h: dict(probe) for h in ("a2-node01", "a2-node02", *nodes)},
+                       {"nodes": "a2-node03,a2-node04", "launch_job": job}, check=True,
+                       inventory_hosts={"npu_nodes": hostvars})
+    assert run.rc == 0, run.out
+    assert ("a2-node03: add_node device NICs, reachability, collective pre-flight and launch not checkable in --check: "
+            "the NPU driver is not installed yet (the npu_driver stage installs it; it did not run in this --check); "
+            "add_node.yml without --check installs it in its prepare step, before those steps") in run.text
+    assert run.text.count("a2-node03: add_node device NICs") == 1
+    assert "a2-node04: add_node" not in run.text
+    # only the new nodes are read
+    read = run.out[run.out.index("TASK [ascendops.cluster.ascend : Ascend | Read whether the NPU driver is installed"):]
+    read = read[:read.index("TASK [", 1)]
+    assert "ok: [a2-node03]" in read and "ok: [a2-node04]" in read
+    assert "skipping: [a2-node01]" in read and "ok: [a2-node01]" not in read
+    assert "Check mode: the plan above was printed and nothing changed" in run.text
+    assert set(run.recap_changed().values()) == {0}, run.out
