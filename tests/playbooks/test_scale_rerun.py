@@ -128,6 +128,8 @@ def collection(tmp_path):
     (top / "plugins" / "modules" / "hccn_info.py").write_text(HCCN_INFO)
     # the real run lock (every playbook that changes nodes takes it), its file in the test's directory
     (top / "plugins" / "modules" / "ascend_run_lock.py").symlink_to(ROOT / "plugins" / "modules" / "ascend_run_lock.py")
+    # the real driver read add_node.yml makes on new nodes in --check (resolved when the playbook loads)
+    (top / "plugins" / "modules" / "npu_info.py").symlink_to(ROOT / "plugins" / "modules" / "npu_info.py")
     (top / "roles").mkdir()
     (top / "roles" / "ascend").symlink_to(ROOT / "roles" / "ascend")
     roles = {"launch": {"main": LAUNCH_MAIN, "stop": LAUNCH_STOP, "collective": LAUNCH_COLLECTIVE}}
