@@ -25,7 +25,7 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -338,8 +338,9 @@ class OutputHead(_Linear):
         return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=IGNORE_INDEX)
 
 
-@dataclass
-class LlamaOutput:
+class LlamaOutput(NamedTuple):
+    """A named tuple (DeepSpeed's ZeRO-3 hooks find the tensors in a tuple, not in an arbitrary object)."""
+
     logits: torch.Tensor | None = None
     loss: torch.Tensor | None = None
 

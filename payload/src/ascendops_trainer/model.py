@@ -244,11 +244,16 @@ def build_native_model(mcfg: ModelConfig, hf_config, dtype, ds_config: dict[str,
     if zero3:
         import deepspeed
 
-        where = deepspeed.zero.Init(config_dict_or_path=ds_config, dtype=dtype)
+        # no dtype=: DeepSpeed reads it from the config (given one, it picks fp16/bf16 on some accelerators)
+        where = deepspeed.zero.Init(config_dict_or_path=ds_config)
     else:
         where = torch.device(device) if device is not None else contextlib.nullcontext()
     with where:
         model = Llama(args, backend, kernels, fused, loss_chunk=mcfg.loss_chunk_tokens)
+    if zero3:  # the RoPE table outside zero.Init (its patched tensor constructors), moved where the weights are
+        from .llama import Rotary
+
+        model.rotary = Rotary(args.head_dim, args.rope)
     if not zero3:
         model.to(dtype)
     if mcfg.hf_dir:
