@@ -309,3 +309,49 @@ def test_plain_causal_attention_is_sdpa_causal():
     pos = torch.arange(12).unsqueeze(0)
     with torch.no_grad():
         torch.testing.assert_close(causal_lm_loss(native, batch), causal_lm_loss(native, batch, pos))
+
+
+ZERO3_SCRIPT = r"""
+import sys, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+import deepspeed
+from ascendops_trainer.config import build_config
+from ascendops_trainer.model import build_hf_config, build_model
+from ascendops_trainer.train import causal_lm_loss
+cfg = build_config({"model.implementation": "native"})
+hf = build_hf_config(cfg.model, "cpu")
+ds = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3}}
+m = build_model(cfg.model, hf, torch.float32, ds, device=torch.device("cpu"))
+assert all(p.dtype == torch.float32 for p in m.parameters()), "zero.Init changed the dtype"
+engine, *_ = deepspeed.initialize(model=m, config=ds)
+engine.eval()
+x = torch.randint(0, 512, (2, 17), generator=torch.Generator().manual_seed(0))
+with torch.no_grad():
+    got = engine(input_ids=x).logits
+    loss = causal_lm_loss(engine, x)
+    full = {}
+    for n, p in m.named_parameters():
+        with deepspeed.zero.GatheredParameters([p]):
+            full[n] = p.detach().clone()
+ref = build_model(build_config({"model.implementation": "native"}).model, hf, torch.float32).eval()
+ref.load_state_dict(full)
+with torch.no_grad():
+    torch.testing.assert_close(got, ref(x).logits, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(loss, causal_lm_loss(ref, x), rtol=1e-6, atol=1e-6)
+print("ZERO3 OK")
+"""
+
+
+def test_zero3_engine_computes_with_the_weights_it_holds(tmp_path):
+    """Built inside zero.Init (ZeRO-3), the engine's logits and loss are those of its gathered weights in
+    fp32 (DeepSpeed's zero.Init given dtype= picks bf16 on a CPU accelerator: the logits then differed)."""
+    import subprocess
+    import sys
+
+    from _trainer_helpers import free_port, subprocess_env
+
+    env = subprocess_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), RANK="0", WORLD_SIZE="1",
+                         LOCAL_RANK="0")
+    proc = subprocess.run([sys.executable, "-c", ZERO3_SCRIPT], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0 and "ZERO3 OK" in proc.stdout, (proc.stdout + proc.stderr)[-4000:]
