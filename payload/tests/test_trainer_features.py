@@ -32,12 +32,14 @@ from ascendops_trainer.parallel import (
 
 
 def _debug_pair(**model_overrides):
-    """Two identical debug models (same weights), fp32, CPU."""
+    """Two identical debug models (same weights), fp32, CPU: transformers' LlamaForCausalLM (the patched
+    path; the native model's own tests are test_llama_model.py)."""
     import torch
 
     from ascendops_trainer.model import build_model
 
-    cfg = build_config({f"model.{k}": v for k, v in model_overrides.items()})
+    cfg = build_config({"model.implementation": "transformers",
+                        **{f"model.{k}": v for k, v in model_overrides.items()}})
     hf = build_hf_config(cfg.model, "cpu")
     torch.manual_seed(0)
     a = build_model(cfg.model, hf, torch.float32)
@@ -663,7 +665,7 @@ def test_packed_documents_line_up_inputs_targets_and_positions():
         return out.transpose(1, 2).contiguous(), None
 
     AttentionInterface.register("ascendops_test_segment_sdpa", segment_sdpa)
-    cfg = build_config({"model.attn_implementation": "sdpa"})
+    cfg = build_config({"model.attn_implementation": "sdpa", "model.implementation": "transformers"})
     hf = build_hf_config(cfg.model, "cpu")
     torch.manual_seed(0)
     ref = build_model(cfg.model, hf, torch.float32).eval()
@@ -729,7 +731,7 @@ def test_packed_attention_gets_host_lengths_and_masks_documents():
         return out.transpose(1, 2).contiguous(), None
 
     AttentionInterface.register("ascendops_test_varlen_sdpa", varlen_sdpa)
-    cfg = build_config({"model.attn_implementation": "sdpa"})
+    cfg = build_config({"model.attn_implementation": "sdpa", "model.implementation": "transformers"})
     torch.manual_seed(0)
     ref = build_model(cfg.model, build_hf_config(cfg.model, "cpu"), torch.float32).eval()
     hf = build_hf_config(cfg.model, "cpu")

@@ -847,6 +847,17 @@ def skip_tied(name: str, hf_config_dict: dict[str, Any]) -> bool:
     return bool(hf_config_dict.get("tie_word_embeddings")) and name == "lm_head.weight"
 
 
+def _hf_namer(module, hf_config_dict: dict[str, Any]):
+    """(name, tensor) -> the HF (name, tensor) pairs it holds: the native model's fused tensors are split
+    into transformers' names (llama.native_to_hf); LlamaForCausalLM's names are HF's already."""
+    from .llama import LlamaArgs, is_native, native_to_hf
+
+    if not is_native(module):
+        return lambda n, t: [(n, t)]
+    args = LlamaArgs.from_hf(hf_config_dict)
+    return lambda n, t: native_to_hf(n, t, args)
+
+
 def export_from_engine(engine, ctx, out_dir: str, hf_config_dict: dict[str, Any], dtype_name: str,
                        tokenizer_dir: str | None, meta: dict[str, Any], max_shard_bytes: int = 5 * 2**30) -> None:
     """Write the engine's current weights as a HF directory (collective: call on every rank).
@@ -860,6 +871,7 @@ def export_from_engine(engine, ctx, out_dir: str, hf_config_dict: dict[str, Any]
     from .parallel import barrier
 
     module = engine.module
+    hf_names = _hf_namer(module, hf_config_dict)
     out = Path(out_dir)
     tmp = out.with_name(out.name + ".tmp-export")
     if ctx.is_main:
@@ -884,7 +896,7 @@ def export_from_engine(engine, ctx, out_dir: str, hf_config_dict: dict[str, Any]
             with ctxm:
                 # SYNC: device -> host copy of one gathered layer (export only)
                 host = [(n, p.detach().to("cpu", dtype=dtype).clone()) for n, p in items] if ctx.is_main else []
-            yield from ((n, t) for n, t in host if not skip_tied(n, hf_config_dict))
+            yield from ((hn, ht) for n, t in host for hn, ht in hf_names(n, t) if not skip_tied(hn, hf_config_dict))
 
     if ctx.is_main:
         _write_safetensors_shards(tensors(), tmp, max_shard_bytes)
@@ -924,6 +936,10 @@ def export_from_checkpoint(ckpt_dir: str, out_dir: str, tag: str | None = None, 
     else:
         # DeepSpeed's model states file: its config, version and client state beside the weights
         sd = torch_load_job_file(src / "mp_rank_00_model_states.pt", ckpt)["module"]
+    if "tok_embeddings.weight" in sd:  # a native model's checkpoint: fused tensors, split into HF's names
+        from .llama import LlamaArgs, to_hf_state_dict
+
+        sd = to_hf_state_dict(sd, LlamaArgs.from_hf(hf_config_dict))
     dtype = _torch_dtype(dtype_name)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -43,6 +43,9 @@ class ModelConfig:
     hf_dir: str | None = None  # local Hugging Face model dir (config.json + *.safetensors) to continue training
     num_layers: int | None = None  # override the preset's layer count (benchmarks: 8B shapes, fewer layers)
     vocab_size: int | None = None  # override the preset's vocabulary size (must cover the tokenizer)
+    # transformers = transformers' LlamaForCausalLM; native = the trainer's own Llama 3 (llama.py: fused QKV and
+    # gate/up, document-masked attention on every device, the NPU fused ops without patching), same weights
+    implementation: str = "transformers"
     # auto = flash_attention_2 on NPU (transformers calls torch_npu's npu_fusion_attention; packed documents
     # are masked per document), sdpa elsewhere; or name one: sdpa | eager | flash_attention_2
     attn_implementation: str = "auto"

@@ -21,6 +21,7 @@ DEVICES = ("auto", "npu", "cuda", "cpu")
 PRECISIONS = ("auto", "bf16", "fp32")
 BENCH_MODES = ("both", "deepspeed", "torch", "switches")
 ATTN_IMPLEMENTATIONS = ("auto", "sdpa", "eager", "flash_attention_2")
+MODEL_IMPLEMENTATIONS = ("transformers", "native")
 GRAD_ACCUM_DTYPES = ("fp32", "bf16")
 ZERO_STAGES = ("auto", "0", "1", "2", "3")
 RESUME_UNIVERSAL = ("auto", "always", "never")
@@ -47,6 +48,7 @@ PRESET_JOB_DEFAULTS = {
 # Settings with a fixed set of values.
 CHOICES = {
     "model.attn_implementation": ATTN_IMPLEMENTATIONS,
+    "model.implementation": MODEL_IMPLEMENTATIONS,
     "train.precision": PRECISIONS,
     "train.grad_accum_dtype": GRAD_ACCUM_DTYPES,
     "parallel.grad_comm_dtype": ("auto",) + GRAD_ACCUM_DTYPES,

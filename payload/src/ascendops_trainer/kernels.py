@@ -53,8 +53,33 @@ def _ref_swiglu(x, dim=-1):
     return F.silu(gate) * up
 
 
+def _ref_fusion_attention(query, key, value, head_num, input_layout, atten_mask=None, scale=1.0, keep_prob=1.0,
+                          sparse_mode=0, actual_seq_qlen=None, actual_seq_kvlen=None, **_):
+    """npu_fusion_attention as the native model calls it: TND layout ([tokens, heads, dim], GQA), causal
+    (sparse_mode 3) inside each sequence; actual_seq_qlen/kvlen = the cumulative end of each one."""
+    import torch
+    import torch.nn.functional as F
+
+    if input_layout != "TND" or sparse_mode != 3 or keep_prob != 1.0 or list(actual_seq_qlen) != list(actual_seq_kvlen):
+        raise NotImplementedError("reference npu_fusion_attention: TND, sparse_mode 3, no dropout only")
+    if head_num != query.shape[1] or atten_mask is None or atten_mask.shape != (2048, 2048):
+        raise ValueError("npu_fusion_attention: head_num must be the query's heads; sparse_mode 3 needs a "
+                         "2048 x 2048 mask")
+    rep = query.shape[1] // key.shape[1]
+    outs, start = [], 0
+    for end in actual_seq_qlen:
+        q, k, v = (x[start:end].transpose(0, 1) for x in (query, key, value))  # [heads, len, dim]
+        k, v = k.repeat_interleave(rep, 0), v.repeat_interleave(rep, 0)
+        outs.append(F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale).transpose(0, 1))
+        start = end
+    if start != query.shape[0]:
+        raise ValueError(f"actual_seq_qlen ends at {start}, the query has {query.shape[0]} tokens")
+    return (torch.cat(outs, 0),)  # (attention_out, softmax_max, softmax_sum, ...): the output first
+
+
 REFERENCE = types.SimpleNamespace(npu_rms_norm=_ref_rms_norm, npu_rotary_mul=_ref_rotary_mul,
-                                  npu_swiglu=_ref_swiglu, name="reference (plain PyTorch)")
+                                  npu_swiglu=_ref_swiglu, npu_fusion_attention=_ref_fusion_attention,
+                                  name="reference (plain PyTorch)")
 
 
 def npu_kernels():

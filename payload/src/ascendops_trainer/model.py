@@ -1,4 +1,5 @@
-"""Llama 3 through transformers' LlamaForCausalLM: presets, local HF checkpoints, RoPE fields.
+"""Llama 3 models: presets, local HF checkpoints, RoPE fields, and the build: transformers'
+LlamaForCausalLM (model.implementation transformers) or the trainer's own (native, llama.py).
 
 Shapes of the presets follow Meta's Llama 3 release (see shared/ascend-facts.md). Nothing is ever
 fetched from a hub: a real checkpoint is a local directory with config.json and *.safetensors.
@@ -132,15 +133,52 @@ def resolve_attn_implementation(requested: str, device_type: str = "cpu") -> str
     return requested
 
 
+def native_attention(requested: str, device_type: str = "cpu") -> str:
+    """The native model's attention backend (llama.Backend): auto = npu_fusion_attention on NPU,
+    flex_attention on CUDA, SDPA elsewhere; sdpa / eager = SDPA; flash_attention_2 = the fused kernel
+    (NPU) or flex_attention (CUDA); on CPU it does not exist."""
+    from .llama import Backend
+
+    if requested == "flash_attention_2" and device_type == "cpu":
+        raise ConfigError("model.attn_implementation=flash_attention_2 needs an NPU or CUDA; this run is on cpu: "
+                          "use sdpa")
+    return Backend.choose(device_type, "auto" if requested == "flash_attention_2" else requested)
+
+
 def build_hf_config(mcfg: ModelConfig, device_type: str = "cpu"):
-    """transformers.LlamaConfig for the model section of the run config."""
+    """transformers.LlamaConfig for the model section of the run config (the native model reads it too;
+    its attention backend is native_attention's, not the config's _attn_implementation)."""
     cfg = _llama_config_from_dict(config_dict(mcfg))
-    cfg._attn_implementation = resolve_attn_implementation(mcfg.attn_implementation, device_type)
+    if mcfg.implementation == "native":
+        native_attention(mcfg.attn_implementation, device_type)  # refuse a backend that does not exist here
+        cfg._attn_implementation = "sdpa"
+    else:
+        cfg._attn_implementation = resolve_attn_implementation(mcfg.attn_implementation, device_type)
     return cfg
+
+
+def attention_name(mcfg: ModelConfig, hf_config, device_type: str) -> str:
+    """The attention the built model runs (the run's description)."""
+    if mcfg.implementation == "native":
+        return "native-" + native_attention(mcfg.attn_implementation, device_type)
+    return hf_config._attn_implementation
+
+
+def masks_documents(mcfg: ModelConfig, hf_config) -> bool:
+    """Whether the model keeps attention inside each packed document when given position ids."""
+    return mcfg.implementation == "native" or hf_config._attn_implementation == "flash_attention_2"
+
+
+def decoder_layers(model):
+    """The decoder layers of a built model (either implementation; through a DeepSpeed/DDP wrapper too)."""
+    m = getattr(model, "module", model)
+    return m.layers if hasattr(m, "layers") else m.model.layers
 
 
 def enable_activation_checkpointing(model, every: int) -> list[int]:
     """Recompute every `every`-th decoder layer in backward (1 = all); returns the layer indices."""
+    if hasattr(model, "set_activation_checkpointing"):  # the native model
+        return model.set_activation_checkpointing(every)
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     chosen = []
     for i, layer in enumerate(model.model.layers):
@@ -188,9 +226,53 @@ def count_model_params(model) -> int:
 _HF_DS_CONFIG = None  # transformers only holds a weak reference; keep the object alive
 
 
+def build_native_model(mcfg: ModelConfig, hf_config, dtype, ds_config: dict[str, Any] | None = None, device=None,
+                       kernels=None):
+    """The native Llama (llama.py): random init (on `device`, or inside zero.Init under ZeRO-3) or the
+    weights of mcfg.hf_dir, loaded parameter by parameter."""
+    import contextlib
+
+    import torch
+
+    from .llama import Backend, Llama, LlamaArgs, load_hf_dir
+
+    zero3 = ds_config is not None and ds_config.get("zero_optimization", {}).get("stage", 0) == 3
+    device_type = torch.device(device).type if device is not None else "cpu"
+    args = LlamaArgs.from_hf(hf_config)
+    backend = Backend(native_attention(mcfg.attn_implementation, device_type), kernels)
+    fused = {"rms_norm": mcfg.fused_rms_norm, "rope": mcfg.fused_rope, "swiglu": mcfg.fused_swiglu}
+    if zero3:
+        import deepspeed
+
+        # no dtype=: DeepSpeed reads it from the config (given one, it picks fp16/bf16 on some accelerators)
+        where = deepspeed.zero.Init(config_dict_or_path=ds_config)
+    else:
+        where = torch.device(device) if device is not None else contextlib.nullcontext()
+    with where:
+        model = Llama(args, backend, kernels, fused, loss_chunk=mcfg.loss_chunk_tokens)
+    if zero3:  # the RoPE table outside zero.Init (its patched tensor constructors), moved where the weights are
+        from .llama import Rotary
+
+        model.rotary = Rotary(args.head_dim, args.rope)
+    if not zero3:
+        model.to(dtype)
+    if mcfg.hf_dir:
+        import torch.distributed as dist
+
+        is_main = not dist.is_initialized() or dist.get_rank() == 0
+        load_hf_dir(model, mcfg.hf_dir, zero3, is_main)
+    if mcfg.activation_checkpointing is not False:  # auto (None) unplanned: every layer
+        model.set_activation_checkpointing(mcfg.checkpoint_every or 1)
+    if model.fused_ops:
+        log.info("fused kernels (%s): %s", getattr(kernels, "name", getattr(kernels, "__name__", "?")),
+                 ", ".join(model.fused_ops))
+    return model
+
+
 def build_model(mcfg: ModelConfig, hf_config, dtype, ds_config: dict[str, Any] | None = None, device=None,
                 kernels=None):
-    """Build LlamaForCausalLM: random init from a preset, or the weights of mcfg.hf_dir.
+    """Build the model of model.implementation: native (build_native_model), or LlamaForCausalLM:
+    random init from a preset, or the weights of mcfg.hf_dir.
 
     With ZeRO stage 3 in ``ds_config`` the model is created inside deepspeed.zero.Init (through
     transformers' HfDeepSpeedConfig), so each rank only ever holds its shard of the weights.
@@ -200,6 +282,9 @@ def build_model(mcfg: ModelConfig, hf_config, dtype, ds_config: dict[str, Any] |
     """
     global _HF_DS_CONFIG
     import contextlib
+
+    if mcfg.implementation == "native":
+        return build_native_model(mcfg, hf_config, dtype, ds_config, device, kernels)
 
     import torch
     from transformers import LlamaForCausalLM

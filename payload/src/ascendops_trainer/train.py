@@ -133,6 +133,10 @@ def causal_lm_loss(engine_or_model, batch, position_ids=None, packed: dict[str, 
     elif position_ids is not None:
         inputs, targets = inputs.reshape(1, -1), targets.reshape(1, -1)
         kwargs["position_ids"] = position_ids[:, :-1].reshape(1, -1)  # the last token is only a target
+    from .llama import is_native
+
+    if is_native(engine_or_model):  # the native model computes the loss itself (chunked or not)
+        return engine_or_model(input_ids=inputs, targets=targets, **kwargs).loss
     head = _lm_head(engine_or_model)
     if hasattr(head, "_ascendops_targets"):
         head._ascendops_targets = targets
@@ -296,11 +300,14 @@ class Trainer:
         if self.seq_len > hf.max_position_embeddings:
             log.warning("data.seq_len %d exceeds max_position_embeddings %d", self.seq_len,
                         hf.max_position_embeddings)
-        self.attn = hf._attn_implementation
-        self.packed = cfg.data.document_masking and self.attn == "flash_attention_2" and self.dataset.has_boundaries
+        from .model import attention_name, masks_documents
+
+        self.attn = attention_name(cfg.model, hf, ctx.device_type)
+        masks = masks_documents(cfg.model, hf)
+        self.packed = cfg.data.document_masking and masks and self.dataset.has_boundaries
         if cfg.data.document_masking and not self.packed and ctx.is_main:
             log.info("document masking off: attention %s %s", self.attn, "cannot mask packed documents"
-                     if self.attn != "flash_attention_2" else "but the data has no document boundaries")
+                     if not masks else "but the data has no document boundaries")
         micro = cfg.train.micro_batch_size
         try:
             self.loader = DistributedLoader(self.dataset, self.seq_len, micro, ctx.rank, ctx.world_size,
@@ -364,7 +371,7 @@ class Trainer:
         """The run's description (config.json), and the metric sinks: rank 0 writes the run's files;
         every node's local rank 0 prints the metric line with the throughput its own node measured."""
         from .metrics import MetricsLogger
-        from .model import count_model_params, param_counts
+        from .model import count_model_params, decoder_layers, param_counts
 
         cfg, ctx, rt, engine = self.cfg, self.ctx, self.rt, self.engine
         counts = param_counts(rt.hf_config)
@@ -402,7 +409,8 @@ class Trainer:
             "device_memory_bytes": rt.plan.device_bytes,
             "attn_implementation": self.attn,
             "document_masking": self.packed,
-            "activation_checkpointing": [i for i, layer in enumerate(engine.module.model.layers)
+            "model_implementation": cfg.model.implementation,
+            "activation_checkpointing": [i for i, layer in enumerate(decoder_layers(engine.module))
                                          if getattr(layer, "gradient_checkpointing", False)],
             "fused_kernels": getattr(rt.kernels, "__name__", None),
             "loss_chunk_tokens": cfg.model.loss_chunk_tokens,
