@@ -244,3 +244,17 @@ def test_zero3_universal_load_repair_restores_groups_and_separate_step_counters(
     opt.step()
     assert [float(opt.state[p]["step"]) for p in (decay, norm)] == [4.0, 4.0]  # not 4 and 5
     assert ck.repair_zero3_universal_load(opt, tmp_path, report=False) == []  # nothing left to repair
+
+
+def test_another_model_implementation_is_refused_naming_both_ways_out():
+    saved_native = state(2, 3, model_implementation="native")
+    with pytest.raises(ConfigError) as e:
+        ck.plan_resume("/ck", TAG, saved_native, 2, 3, implementation="transformers")
+    msg = str(e.value)
+    assert "saved by model.implementation native, this run uses transformers" in msg
+    assert "relaunch with model.implementation native" in msg and "ascendops-train export --checkpoint-dir /ck" in msg
+    # a state from before the setting was written by transformers' model
+    with pytest.raises(ConfigError, match="saved by model.implementation transformers, this run uses native"):
+        ck.plan_resume("/ck", TAG, state(2, 3), 2, 3, implementation="native")
+    assert not ck.plan_resume("/ck", TAG, state(2, 3), 2, 3, implementation="transformers").universal
+    assert not ck.plan_resume("/ck", TAG, saved_native, 2, 3, implementation="native").universal

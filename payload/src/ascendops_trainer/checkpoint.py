@@ -426,11 +426,13 @@ class ResumePlan:
 
 
 def plan_resume(ckpt_dir: str | Path, tag: str, state: dict[str, Any], world_size: int, zero_stage: int,
-                mode: str = "auto", shared_fs: bool = True) -> ResumePlan:
+                mode: str = "auto", shared_fs: bool = True, implementation: str | None = None) -> ResumePlan:
     """Decide how to resume checkpoint `tag` (its trainer state `state`) with `world_size` ranks at ZeRO
     `zero_stage`: DeepSpeed's own load (same world size), or through a universal copy (another world size
     under mode auto; always under mode always). Raises ConfigError, naming the way out, where neither works:
-    another ZeRO stage, mode never at another world size, ZeRO stage 0 (no optimizer shards to convert).
+    another ZeRO stage, mode never at another world size, ZeRO stage 0 (no optimizer shards to convert),
+    another model implementation (`implementation`: its parameters are other tensors; a state without the key
+    was written by `transformers`, the only one before `model.implementation`).
     Whether the files are there is checked where they are read (UniversalConversion): with node-local
     checkpoints (shared_fs false) every node converts its own copy and so needs every rank's shards."""
     from .config import ConfigError
@@ -441,6 +443,13 @@ def plan_resume(ckpt_dir: str | Path, tag: str, state: dict[str, Any], world_siz
     old_ws = int(state.get("world_size") or world_size)
     old_stage = int(state["zero_stage"]) if state.get("zero_stage") is not None else zero_stage
     hint = fresh_optimizer_hint(ckpt_dir, tag)
+    old_impl = str(state.get("model_implementation") or "transformers")
+    if implementation is not None and old_impl != implementation:
+        raise ConfigError(
+            f"checkpoint {path} was saved by model.implementation {old_impl}, this run uses {implementation}. "
+            f"Their parameters are other tensors (fused wqkv/w13 in native), so DeepSpeed cannot load one into the "
+            f"other. Either relaunch with model.implementation {old_impl}, or {hint} (both implementations read "
+            f"and write that format)")
     if old_stage != zero_stage:
         raise ConfigError(
             f"checkpoint {path} was saved with ZeRO stage {old_stage}, this run uses stage {zero_stage}. Its "
@@ -705,11 +714,13 @@ class CheckpointManager:
         state = json.loads((self.dir / tag / TRAINER_STATE).read_text())
         return int(state["zero_stage"]) if state.get("zero_stage") is not None else None
 
-    def plan(self, tag: str, zero_stage: int, mode: str = "auto") -> tuple[ResumePlan, dict[str, Any]]:
+    def plan(self, tag: str, zero_stage: int, mode: str = "auto",
+             implementation: str | None = None) -> tuple[ResumePlan, dict[str, Any]]:
         """How to resume `tag` at this launch's world size (plan_resume), decided before DeepSpeed reads any
         shard (it would fail deep inside with a shape or file error). Returns (plan, its trainer state)."""
         state = json.loads((self.dir / tag / TRAINER_STATE).read_text())
-        plan = plan_resume(self.dir, tag, state, self.ctx.world_size, zero_stage, mode, self.shared_fs)
+        plan = plan_resume(self.dir, tag, state, self.ctx.world_size, zero_stage, mode, self.shared_fs,
+                           implementation)
         return plan, state
 
     def prepare_universal(self, plan: ResumePlan, poll_s: float = 5.0, command=converter_command) -> bool:

@@ -346,7 +346,8 @@ class Trainer:
                              saved_stage)
                 self.rt.replan(saved_stage)
             self.resume_plan, saved_state = self.ckpt.plan(self.resume_tag, cfg.parallel.zero_stage,
-                                                           cfg.checkpoint.resume_universal)
+                                                           cfg.checkpoint.resume_universal,
+                                                           cfg.model.implementation)
             try:
                 self.loader.load_state_dict(saved_state["loader"])  # loaded again with the engine (_resume)
             except ValueError as e:
@@ -538,7 +539,8 @@ class Trainer:
         cfg = self.cfg
         state = {"step": at_step, "tokens_seen": self.tokens_seen, "loader": loader_state,
                  "zero_stage": cfg.parallel.zero_stage, "world_size": self.ctx.world_size,
-                 "tokenizer": self.dataset.index.get("tokenizer"), "precision": self.rt.precision}
+                 "tokenizer": self.dataset.index.get("tokenizer"), "precision": self.rt.precision,
+                 "model_implementation": cfg.model.implementation}
         t0 = time.monotonic()
         self.ckpt.save(self.engine, at_step, state)
         took = time.monotonic() - t0
