@@ -18,16 +18,17 @@ PLAY = [{
         {"name": "RoCE | Every node's part in one task (plan_cluster.yml)", "ansible.builtin.include_role": {
             "name": "ascendops.cluster.roce", "tasks_from": "plan_cluster"}},
         {"name": "RoCE | The same plan, the host NICs in it", "run_once": True,
-         "vars": {"__rendered": "{{ __roce_node_rendered['values'] }}"}, "ansible.builtin.assert": {
-            "that": [
-                "__roce_plan == __per_node",
-                "__roce_plan.errors | length == 0",
-                "__rendered['a2-node02']['__roce_node_networked']['host_networks'] | length > 0",
-                "__rendered['a2-node02']['__roce_node_networked'] == hostvars['a2-node02']['__roce_node_plan']",
-                "__rendered['a2-node01']['__roce_node_networked'] == hostvars['a2-node01']['__roce_node_plan']",
-                "__roce_plan.by_host['a2-node02'][0].address == '10.20.0.40'",
-            ],
-            "fail_msg": "{{ __roce_plan | to_json }} != {{ __per_node | to_json }}"}},
+         "vars": {"__rendered": "{{ __roce_node_rendered['values'] }}"},
+         "ansible.builtin.assert": {
+             "that": [
+                 "__roce_plan == __per_node",
+                 "__roce_plan.errors | length == 0",
+                 "__rendered['a2-node02']['__roce_node_networked']['host_networks'] | length > 0",
+                 "__rendered['a2-node02']['__roce_node_networked'] == hostvars['a2-node02']['__roce_node_plan']",
+                 "__rendered['a2-node01']['__roce_node_networked'] == hostvars['a2-node01']['__roce_node_plan']",
+                 "__roce_plan.by_host['a2-node02'][0].address == '10.20.0.40'",
+             ],
+             "fail_msg": "{{ __roce_plan | to_json }} != {{ __per_node | to_json }}"}},
     ],
 }]
 
