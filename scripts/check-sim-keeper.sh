@@ -6,14 +6,15 @@
 # the others, and sim/cluster.sh down stops the keeper. A control run without the keeper (SIM_CGROUP_KEEPER=0)
 # must lose a node on such a host, so the check can tell. On a cgroup-v2 host the keeper is not needed: the
 # check says so and only checks the cluster after the idle period.
-#   scripts/check-sim-keeper.sh      SIM_KEEPER_IDLE_S (default 60): the idle period, in seconds
+#   scripts/check-sim-keeper.sh      SIM_KEEPER_IDLE_S (default 20): the idle period, in seconds (the keeper looks
+#   every 50 ms: 20 s are some 400 of its rounds, and the `up` that started it has long exited)
 # Uses its own node names, networks and state (SIM_PREFIX ascend-keeper), never the `make sim` cluster's.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 export SIM_PREFIX=ascend-keeper SIM_MGMT_SUBNET=10.89.78 SIM_ROCE_SUBNET=192.168.178
 export SIM_STATE=$repo/.cache/sim-keeper-check
-idle=${SIM_KEEPER_IDLE_S:-60}
+idle=${SIM_KEEPER_IDLE_S:-20}
 failed=0 passed=0
 ok() { echo "ok: $*"; passed=$((passed + 1)); }
 bad() { echo "FAILED: $*"; failed=$((failed + 1)); }
