@@ -7,6 +7,8 @@
 #                                      current one (upgrade)
 #   sim/build/packages/cann-newdriver  cann-sets.yml newdriver: toolkit + kernels only, needs a driver newer than
 #                                      any (refusal)
+#   sim/build/packages/runtime-eula    cann-sets.yml eula: the Ascend Docker Runtime only, a version that asks for
+#                                      the EULA (container_runtime: refused, then answered)
 # A set is rebuilt only when its inputs (sim/packages, sim/npu stand-ins, versions, arch) changed.
 #   usage: sim/packages/build-all.sh [--force]
 #   ASCEND_SIM_ARCH overrides uname -m; ASCEND_SIM_PACKAGES_DIR overrides sim/build/packages.
@@ -25,12 +27,12 @@ release_set() {  # driver firmware CANN runtime of a release file, one per line
 }
 current=$(release_set "$repo/releases/sim.yml")
 previous=$(release_set "$repo/releases/sim-previous.yml")
-cann_sets=$(get "$here/cann-sets.yml" next.cann newdriver.cann newdriver.min_driver)
+cann_sets=$(get "$here/cann-sets.yml" next.cann newdriver.cann newdriver.min_driver eula.docker_runtime)
 { read -r SIM_CURRENT_DRIVER; read -r SIM_CURRENT_FIRMWARE; read -r SIM_CURRENT_CANN; read -r SIM_CURRENT_RUNTIME; } \
   <<< "$current"
 { read -r SIM_PREVIOUS_DRIVER; read -r SIM_PREVIOUS_FIRMWARE; read -r SIM_PREVIOUS_CANN; read -r SIM_PREVIOUS_RUNTIME; } \
   <<< "$previous"
-{ read -r SIM_NEXT_CANN; read -r SIM_NEWDRIVER_CANN; read -r SIM_NEWDRIVER_MIN_DRIVER; } <<< "$cann_sets"
+{ read -r SIM_NEXT_CANN; read -r SIM_NEWDRIVER_CANN; read -r SIM_NEWDRIVER_MIN_DRIVER; read -r SIM_EULA_RUNTIME; } <<< "$cann_sets"
 
 inputs=$( (cd "$repo" && find sim/packages sim/npu/ascend_sim sim/npu/npu-smi sim/npu/hccn_tool \
              sim/npu/upgrade-tool -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 |
@@ -62,3 +64,5 @@ build_set cann-next "$SIM_CURRENT_DRIVER" "$SIM_CURRENT_FIRMWARE" "$SIM_NEXT_CAN
   toolkit,kernels ">=$SIM_CURRENT_DRIVER"
 build_set cann-newdriver "$SIM_CURRENT_DRIVER" "$SIM_CURRENT_FIRMWARE" "$SIM_NEWDRIVER_CANN" "$SIM_CURRENT_RUNTIME" \
   toolkit,kernels ">=$SIM_NEWDRIVER_MIN_DRIVER"
+build_set runtime-eula "$SIM_CURRENT_DRIVER" "$SIM_CURRENT_FIRMWARE" "$SIM_CURRENT_CANN" "$SIM_EULA_RUNTIME" \
+  docker-runtime
