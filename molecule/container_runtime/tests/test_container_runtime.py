@@ -74,7 +74,7 @@ def test_engine_restart_kept_the_training_container(host):
     assert state == f"true {started_before}"
 
 
-def test_ascend_docker_runtime_installed_once(host):
+def test_ascend_docker_runtime_installed_once_besides_the_eula_runs(host):
     record = host.file(f"{RUNTIME_DIR}/ascend_docker_runtime_install.info").content_string.splitlines()
     assert "version=v6.0.0" in record
     assert not host.file(f"{RUNTIME_DIR}/version.info").exists
@@ -82,8 +82,12 @@ def test_ascend_docker_runtime_installed_once(host):
         assert host.file(f"{RUNTIME_DIR}/{name}").mode & 0o111, name
     assert "/usr/local/bin/npu-smi" in host.file("/etc/ascend-docker-runtime.d/base.list").content_string
     # SIMULATION ONLY: the installer's event log; converge, the registry run, the restart runs and the
-    # re-run installed it once (the installer would take a second --install silently: the record check stops it)
-    assert [i for i in installs(host) if i[0] == "docker-runtime"] == [("docker-runtime", "6.0.0", "install")]
+    # re-run installed it once (the installer would take a second --install silently: the record check stops it).
+    # side_effect's EULA runs: the refused one ran no installer, the accepted one upgraded to 26.1.0, and the
+    # release's 6.0.0 came back through --upgrade (a downgrade the role allowed there).
+    assert [i for i in installs(host) if i[0] == "docker-runtime"] == [
+        ("docker-runtime", "6.0.0", "install"), ("docker-runtime", "26.1.0", "upgrade"),
+        ("docker-runtime", "6.0.0", "upgrade")]
 
 
 def test_no_engine_restart_on_the_rerun(host):
