@@ -437,11 +437,13 @@ def test_docker_runtime_refuses_broken_daemon_json(node, packages):
 def test_build_all_skips_up_to_date_sets(packages):
     # The session's packages were built by build-all.sh into packages.current.parent.
     before = {p: p.stat().st_mtime_ns for p in packages.current.parent.glob("*/*.run")}
-    # current and previous (5 each), cann-next and cann-newdriver (toolkit and kernels)
-    assert len(before) == 14
+    # current and previous (5 each), cann-next and cann-newdriver (toolkit and kernels), runtime-eula (the runtime)
+    assert len(before) == 15
+    eula = sorted(p.name for p in packages.current.parent.glob("runtime-eula/*.run"))
+    assert len(eula) == 1 and eula[0].startswith("Ascend-docker-runtime_26.1.0_linux-"), eula
     r = build_all(packages.current.parent)
-    assert r.stdout.splitlines() == [f"packages/{name} is up to date"
-                                     for name in ("current", "previous", "cann-next", "cann-newdriver")]
+    assert r.stdout.splitlines() == [f"packages/{name} is up to date" for name in
+                                     ("current", "previous", "cann-next", "cann-newdriver", "runtime-eula")]
     assert {p: p.stat().st_mtime_ns for p in before} == before
     (packages.previous / ".stamp").write_text("stale\n")
     r = build_all(packages.current.parent)
