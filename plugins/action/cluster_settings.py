@@ -39,8 +39,12 @@ def _load(loader, path, trusted):
     return dict(data or {})
 
 
-def _render(templar, context, host, name, errors):
-    """``name``'s value in ``context``, rendered; None, with the reason added to ``errors``, where it fails."""
+def _render(templar, context, host, name, errors, bind=False):
+    """``name``'s value in ``context``, rendered; None, with the reason added to ``errors``, where it fails.
+    ``bind``: ``templar`` is shared by the hosts (one Jinja environment: its filters and compiled templates are
+    looked up once, not once per host) and is given ``context`` first."""
+    if bind and templar.available_variables is not context:
+        templar.available_variables = context
     try:
         return templar.template(context[name])
     except AnsibleError as exc:
@@ -68,13 +72,13 @@ class ActionModule(ActionBase):
     def _check(contexts, checks):
         """Each host's first failing check (its message, rendered in the host's context), host by host."""
         msgs = []
-        for host, (context, templar) in contexts.items():
+        for host, (context, templar, bind) in contexts.items():
             for name in checks:
                 if name not in context:
                     msgs.append(f"{host}: the check {name} is not defined (its role is not in context_roles)")
                     break
                 errors = []
-                text = _render(templar, context, host, name, errors)
+                text = _render(templar, context, host, name, errors, bind)
                 if errors or (text is not None and str(text).strip()):
                     msgs.extend(errors or [str(text).strip()])
                     break
@@ -100,6 +104,7 @@ class ActionModule(ActionBase):
             raise AnsibleError("cluster_settings: no hostvars in the task's variables")
 
         host_values, values, errors, contexts = {}, {}, [], {}
+        shared = self._templar.copy_with_new_env(available_variables={})
         for host in hosts:
             raw = hostvars.raw_get(host)
             if not isinstance(raw, dict):
@@ -108,18 +113,18 @@ class ActionModule(ActionBase):
             if host == task_vars.get("inventory_hostname") and all(n in task_vars for n in checks):
                 # The host this task runs on: its own task context (play, role and include vars too), as the
                 # per-host check read it (a role run alone checks its host this way).
-                context, templar = task_vars, self._templar
+                context, templar, bind = task_vars, self._templar, False
             else:
                 context = dict(layer)
                 context.update(raw)
                 # The checks read hostvars[inventory_hostname] (what the user set, without the defaults).
                 context.setdefault("hostvars", hostvars)
-                templar = self._templar.copy_with_new_env(available_variables=context)
-            contexts[host] = (context, templar)
-            host_values[host] = {role: {name: _render(templar, context, host, name, errors)
+                templar, bind = shared, True
+            contexts[host] = (context, templar, bind)
+            host_values[host] = {role: {name: _render(templar, context, host, name, errors, bind)
                                         for name in spec if name in raw}
                                  for role, spec in specs.items()}
-            values[host] = {name: _render(templar, context, host, name, errors)
+            values[host] = {name: _render(templar, context, host, name, errors, bind)
                             for name in resolve if name in context}
         msgs = errors or cs.settings_problems(specs, host_values, skip)
         if not msgs and checks:
