@@ -244,6 +244,24 @@ def _walk_tasks(node, path):
             yield node
 
 
+# A message kept as a role variable (roles/<role>/vars/main.yml): a role's settings checks, which
+# playbooks/validate.yml renders for every host on the controller and tasks/validate_settings.yml asserts.
+_ROLE_VAR_MSG = re.compile(r"^\{\{\s*(__[a-z0-9_]+_message)\s*\}\}$")
+
+
+def _role_var_message(path: Path, msg):
+    """The text of a message that is only a role variable of the task file's role (else the message)."""
+    match = _ROLE_VAR_MSG.match(str(msg).strip())
+    if not match or path.parent.name != "tasks":
+        return msg
+    role_vars = path.parent.parent / "vars" / "main.yml"
+    try:
+        data = yaml.safe_load(role_vars.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return msg
+    return data.get(match.group(1), msg)
+
+
 def refusals_in(path: Path):
     """(task name, message) of each fail/assert task of one tasks or playbook file, and of each debug task
     that fails by its failed_when (a refusal that check mode only reports)."""
@@ -256,7 +274,7 @@ def refusals_in(path: Path):
         for key in ("ansible.builtin.fail", "fail", "ansible.builtin.assert", "assert"):
             args = task.get(key)
             if isinstance(args, dict):
-                msg = args.get("fail_msg", args.get("msg"))
+                msg = _role_var_message(path, args.get("fail_msg", args.get("msg")))
                 if msg is not None:
                     found.append((task.get("name", "(unnamed task)"), render_messages(msg)))
         for key in ("ansible.builtin.debug", "debug"):

@@ -11,6 +11,12 @@ such task took about 50 CPU seconds. Here each host's variables are read once (h
 inventory, facts, set_fact, -e), the roles' defaults and vars put under them (what the roles bring to the
 host's task context), and every value templated in that context; hosts that set the same values share one
 argument-spec validation (module_utils/cluster_settings.py).
+
+``checks``: the roles' settings checks (each role's vars/main.yml __<role>_settings_failure: the message of the
+first of its checks that fails on the host, '' where all pass), rendered for every host in its own context once
+the argument specs passed, in the order given: the first non-empty one is the host's refusal (as when each was an
+assert on every host, run in that order), and every failing host is reported. playbooks/validate.yml had one
+such assert task per role on every host.
 """
 
 from __future__ import annotations
@@ -33,8 +39,12 @@ def _load(loader, path, trusted):
     return dict(data or {})
 
 
-def _render(templar, context, host, name, errors):
-    """``name``'s value in ``context``, rendered; None, with the reason added to ``errors``, where it fails."""
+def _render(templar, context, host, name, errors, bind=False):
+    """``name``'s value in ``context``, rendered; None, with the reason added to ``errors``, where it fails.
+    ``bind``: ``templar`` is shared by the hosts (one Jinja environment: its filters and compiled templates are
+    looked up once, not once per host) and is given ``context`` first."""
+    if bind and templar.available_variables is not context:
+        templar.available_variables = context
     try:
         return templar.template(context[name])
     except AnsibleError as exc:
@@ -45,7 +55,7 @@ def _render(templar, context, host, name, errors):
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset(("hosts", "roles", "context_roles", "roles_path", "text_skip", "resolve"))
+    _VALID_ARGS = frozenset(("hosts", "roles", "context_roles", "roles_path", "text_skip", "resolve", "checks"))
 
     def _role_files(self, roles_path, roles):
         """Each role's argument-spec options (main), and the defaults then vars of all of ``roles``, merged."""
@@ -58,6 +68,22 @@ class ActionModule(ActionBase):
                 layer.update(_load(self._loader, os.path.join(roles_path, role, kind, "main.yml"), True))
         return specs, layer
 
+    @staticmethod
+    def _check(contexts, checks):
+        """Each host's first failing check (its message, rendered in the host's context), host by host."""
+        msgs = []
+        for host, (context, templar, bind) in contexts.items():
+            for name in checks:
+                if name not in context:
+                    msgs.append(f"{host}: the check {name} is not defined (its role is not in context_roles)")
+                    break
+                errors = []
+                text = _render(templar, context, host, name, errors, bind)
+                if errors or (text is not None and str(text).strip()):
+                    msgs.extend(errors or [str(text).strip()])
+                    break
+        return msgs
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
@@ -67,6 +93,7 @@ class ActionModule(ActionBase):
         context_roles = list(dict.fromkeys(["ascend", *roles, *[str(r) for r in (args.get("context_roles") or [])]]))
         roles_path = str(args.get("roles_path") or "")
         resolve = [str(n) for n in (args.get("resolve") or [])]
+        checks = [str(n) for n in (args.get("checks") or [])]
         skip = [str(s) for s in (args.get("text_skip") or [])]
         if not roles_path or not os.path.isdir(roles_path):
             raise AnsibleError(f"cluster_settings: roles_path {roles_path!r} is not a directory")
@@ -76,29 +103,36 @@ class ActionModule(ActionBase):
         if hostvars is None or not hasattr(hostvars, "raw_get"):
             raise AnsibleError("cluster_settings: no hostvars in the task's variables")
 
-        host_values, values, errors = {}, {}, []
+        host_values, values, errors, contexts = {}, {}, [], {}
+        shared = self._templar.copy_with_new_env(available_variables={})
         for host in hosts:
             raw = hostvars.raw_get(host)
             if not isinstance(raw, dict):
                 errors.append(f"{host}: not in the inventory")
                 continue
-            if host == task_vars.get("inventory_hostname"):
+            if host == task_vars.get("inventory_hostname") and all(n in task_vars for n in checks):
                 # The host this task runs on: its own task context (play, role and include vars too), as the
                 # per-host check read it (a role run alone checks its host this way).
-                context, templar = task_vars, self._templar
+                context, templar, bind = task_vars, self._templar, False
             else:
                 context = dict(layer)
                 context.update(raw)
-                templar = self._templar.copy_with_new_env(available_variables=context)
-            host_values[host] = {role: {name: _render(templar, context, host, name, errors)
+                # The checks read hostvars[inventory_hostname] (what the user set, without the defaults).
+                context.setdefault("hostvars", hostvars)
+                templar, bind = shared, True
+            contexts[host] = (context, templar, bind)
+            host_values[host] = {role: {name: _render(templar, context, host, name, errors, bind)
                                         for name in spec if name in raw}
                                  for role, spec in specs.items()}
-            values[host] = {name: _render(templar, context, host, name, errors)
+            values[host] = {name: _render(templar, context, host, name, errors, bind)
                             for name in resolve if name in context}
         msgs = errors or cs.settings_problems(specs, host_values, skip)
+        if not msgs and checks:
+            msgs = self._check(contexts, checks)
         result.update(changed=False, values=values)
         if msgs:
             result.update(failed=True, problems=msgs, msg="\n".join(msgs))
         else:
-            result["msg"] = f"the settings of {', '.join(roles) or 'no role'} pass on {len(hosts)} hosts"
+            result["msg"] = (f"the settings of {', '.join(roles) or 'no role'} pass on {len(hosts)} hosts"
+                             + (f", and their checks ({len(checks)})" if checks else ""))
         return result

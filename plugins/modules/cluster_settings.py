@@ -20,6 +20,8 @@ description:
     in the words of M(ansible.builtin.validate_argument_spec); changes nothing.
   - Returns the values of O(resolve) for every host, rendered the same way (what a task on that host would see),
     so a playbook over the whole cluster needs no task per host.
+  - Once the argument specs pass, renders the checks of O(checks) for every host the same way; the first that
+    renders a message is the host's refusal, and the task fails listing every failing host's message.
   - An action plugin; it runs on the controller and contacts no host. Run it with C(run_once) for a play's hosts.
 author:
   - ascendops engineering (@ascendops)
@@ -55,6 +57,14 @@ options:
     type: list
     elements: str
     default: []
+  checks:
+    description:
+      - Variables each of which renders, in a host's context, the message of a failing settings check, or an empty
+        string where the check passes (the roles' C(__<role>_settings_failure)). Checked in the order given, after
+        the argument specs passed; a host's first failing check is its refusal.
+    type: list
+    elements: str
+    default: []
   text_skip:
     description: Dotted names of settings left out of the control character check (multi-line text of its own).
     type: list
@@ -79,7 +89,7 @@ values:
   returned: always
   type: dict
 problems:
-  description: One message per refusal, each naming its host, the variable and the fix.
+  description: One message per refusal (per failing host for O(checks)), each naming its host, the variable and the fix.
   returned: failed
   type: list
   elements: str

@@ -80,6 +80,21 @@ def test_refusals_and_error_codes_are_listed(tmp_path):
     assert "a rank was killed or crashed" in page  # from triage.py
 
 
+def test_a_settings_check_whose_message_is_a_role_variable_lists_the_variables_text(tmp_path):
+    # The roles' settings checks keep their messages in vars/main.yml (playbooks/validate.yml renders them for
+    # every host on the controller; tasks/validate_settings.yml asserts them on one host).
+    root = _tree(tmp_path)
+    (root / "roles/r/vars").mkdir()
+    (root / "roles/r/vars/main.yml").write_text(
+        "__r_settings_message: >-\n  {{ inventory_hostname }}: r_name must be set (is '{{ r_name }}').\n")
+    (root / "roles/r/tasks/validate_settings.yml").write_text(
+        "- name: R | Check the name\n  ansible.builtin.assert:\n    that: r_name | length > 0\n"
+        "    fail_msg: \"{{ __r_settings_message }}\"\n")
+    page = gen.troubleshooting_page(root)
+    assert "- **R | Check the name**: `<host>: r_name must be set (is '<r_name>').`" in page
+    assert "__r_settings_message" not in page
+
+
 def test_check_finds_a_stale_page_and_passes_when_current(tmp_path, capsys):
     root = _tree(tmp_path)
     assert gen.main(["--check", "--root", str(root)]) == 1  # pages missing
