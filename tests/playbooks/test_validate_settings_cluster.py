@@ -81,3 +81,12 @@ def test_host_varying_settings_that_pass_reach_the_next_stage(run_validate):
         "a2-node02": {"launch_hccl_connect_timeout": 900, "ascend_stage_dir": "/var/tmp/stage"}})
     assert run.rc == 0, run.out
     assert run.changed_nodes() == ["a2-node01", "a2-node02"]
+
+
+def test_a_launch_poll_interval_below_one_second_is_refused(run_validate):
+    # A 0 s interval would divide the waits' timeouts by zero at the start of the job, after every change.
+    run = run_validate(host_vars={"a2-node01": {"launch_poll_interval_s": 0}})
+    assert run.rc != 0
+    assert "launch_stop_timeout_s and launch_poll_interval_s >= 1 (is 0)" in run.text
+    assert _refused_hosts(run.text) == ["a2-node01"]
+    assert run.changed_nodes() == []
