@@ -418,3 +418,21 @@ def test_zero3_engine_computes_with_the_weights_it_holds(tmp_path):
     proc = subprocess.run([sys.executable, "-c", ZERO3_SCRIPT], env=env, capture_output=True, text=True,
                           timeout=300, cwd=tmp_path)
     assert proc.returncode == 0 and "ZERO3 OK" in proc.stdout, (proc.stdout + proc.stderr)[-4000:]
+
+
+def test_bench_documents_are_packed_as_train_packs_them():
+    """bench.doc_len: synthetic documents restarting at every sample start, packed by train's own
+    packed_attention_kwargs; the native SDPA backend then runs one chunk per sample; 0 = no packing."""
+    from ascendops_trainer.bench import document_kwargs, document_positions
+
+    g = torch.Generator().manual_seed(0)
+    assert document_kwargs(4, 64, 0, g, "cpu", torch.device("cpu")) is None
+    pos = document_positions(4, 64, 8, g)
+    assert pos.shape == (4, 65) and bool((pos[:, 0] == 0).all())
+    starts = torch.nonzero(pos.reshape(-1) == 0).flatten().tolist() + [pos.numel()]
+    lengths = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    assert max(lengths) <= 15 and len(starts) > 4 * 3  # documents inside the samples, at most 2 * 8 - 1 long
+    kw = document_kwargs(4, 64, 8, torch.Generator().manual_seed(0), "cpu", torch.device("cpu"))
+    assert kw["position_ids"].shape == (1, 256)
+    ab = Backend("sdpa").batch((1, 256), torch.device("cpu"), kw["position_ids"], kw["cu_seq_lens_q"])
+    assert ab.chunk and 64 % ab.chunk == 0 and ab.mask is not None
