@@ -192,6 +192,69 @@ def test_packed_kwargs_from_the_trainer_are_understood():
         torch.testing.assert_close(causal_lm_loss(native, batch, packed=only_cu), causal_lm_loss(native, batch, pos))
 
 
+# (documents per sample, max_sequences of pack_layout, chunk the SDPA backend must pick, one document per chunk)
+CHUNK_LAYOUTS = {
+    "one-document-per-sample": ([[16], [16], [16]], 2048, 16, True),
+    "documents-inside-samples": ([[5, 11], [16], [3, 3, 10]], 2048, 16, False),
+    "equal-short-documents": ([[4, 4, 4, 4], [4, 4, 4, 4], [4, 4, 4, 4]], 2048, 4, True),  # smallest chunk wins
+    # 6 documents, 3 kept: the sample start at token 32 merged into the document before it -> whole-row mask
+    "merged-sample-start": ([[5, 11], [16], [3, 3, 10]], 3, 0, False),
+}
+
+
+@pytest.mark.parametrize("layout", list(CHUNK_LAYOUTS))
+def test_packed_sdpa_per_chunk_equals_the_whole_row_mask(layout, monkeypatch):
+    """The SDPA backend runs a packed row as equal chunks that each start a document (causal kernel when each
+    holds one document, else a per-chunk mask) and falls back to the whole-row mask otherwise; loss and
+    gradients equal the whole-row mask's."""
+    from ascendops_trainer import llama
+    from ascendops_trainer.train import packed_attention_kwargs
+
+    lengths, max_sequences, chunk, one_doc = CHUNK_LAYOUTS[layout]
+    c = hf_config(LLAMA3_SCALING)
+    _, native = pair(c)
+    batch = tokens(3, 17, c.vocab_size, seed=8)
+    pos = torch.cat([_packed_positions(lengths), torch.zeros(3, 1, dtype=torch.long)], dim=1)
+    kw = packed_attention_kwargs(pos, "cpu", torch.device("cpu"), max_sequences)
+    ab = native.backend.batch((1, 48), torch.device("cpu"), kw["position_ids"], kw["cu_seq_lens_q"])
+    assert ab.chunk == chunk
+    if not chunk:
+        assert ab.mask.shape == (1, 1, 48, 48)
+    else:
+        assert ab.mask is None if one_doc else ab.mask.shape == (48 // chunk, 1, chunk, chunk)
+    only_cu = native.backend.batch((1, 48), torch.device("cpu"), None, kw["cu_seq_lens_q"])
+    assert only_cu.chunk == chunk  # the same split from the lengths alone
+
+    def loss_and_grads():
+        native.zero_grad()
+        loss = causal_lm_loss(native, batch, packed=kw)
+        loss.backward()
+        return loss.detach(), [p.grad.clone() for p in native.parameters()]
+
+    got, got_grads = loss_and_grads()
+    monkeypatch.setattr(llama, "_document_chunks", lambda *a: None)  # always the whole-row mask
+    want, want_grads = loss_and_grads()
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    for (n, _), g, w in zip(native.named_parameters(), got_grads, want_grads, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-7, msg=n)
+
+
+def test_sdpa_chunks_give_the_attention_of_the_whole_row_mask():
+    """Attention itself (GQA, random q/k/v): the per-chunk result equals the whole-row mask's."""
+    from ascendops_trainer.llama import AttnBatch, _doc_ids
+
+    be = Backend("sdpa")
+    pos = _packed_positions([[7, 9], [16], [2, 14], [16]]).reshape(1, -1)
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(1, 64, h, 8, generator=g) for h in (4, 2, 2))
+    ab = be.batch((1, 64), torch.device("cpu"), pos)
+    assert ab.chunk == 16 and ab.mask.shape == (4, 1, 16, 16)
+    doc, idx = _doc_ids(pos, None, 64, torch.device("cpu")), torch.arange(64)
+    whole = AttnBatch("sdpa", mask=((doc[:, None] == doc[None, :]) & (idx[None, :] <= idx[:, None]))[None, None])
+    torch.testing.assert_close(be(q, k, v, ab, 0.3), be(q, k, v, whole, 0.3), rtol=1e-6, atol=1e-6)
+    assert not torch.allclose(be(q, k, v, AttnBatch("sdpa"), 0.3), be(q, k, v, whole, 0.3))  # masking matters
+
+
 @pytest.mark.parametrize("packed", [False, True])
 def test_npu_path_with_stand_in_kernels_gives_the_cpu_loss_and_gradients(packed):
     c = hf_config(LLAMA3_SCALING)
@@ -355,3 +418,21 @@ def test_zero3_engine_computes_with_the_weights_it_holds(tmp_path):
     proc = subprocess.run([sys.executable, "-c", ZERO3_SCRIPT], env=env, capture_output=True, text=True,
                           timeout=300, cwd=tmp_path)
     assert proc.returncode == 0 and "ZERO3 OK" in proc.stdout, (proc.stdout + proc.stderr)[-4000:]
+
+
+def test_bench_documents_are_packed_as_train_packs_them():
+    """bench.doc_len: synthetic documents restarting at every sample start, packed by train's own
+    packed_attention_kwargs; the native SDPA backend then runs one chunk per sample; 0 = no packing."""
+    from ascendops_trainer.bench import document_kwargs, document_positions
+
+    g = torch.Generator().manual_seed(0)
+    assert document_kwargs(4, 64, 0, g, "cpu", torch.device("cpu")) is None
+    pos = document_positions(4, 64, 8, g)
+    assert pos.shape == (4, 65) and bool((pos[:, 0] == 0).all())
+    starts = torch.nonzero(pos.reshape(-1) == 0).flatten().tolist() + [pos.numel()]
+    lengths = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    assert max(lengths) <= 15 and len(starts) > 4 * 3  # documents inside the samples, at most 2 * 8 - 1 long
+    kw = document_kwargs(4, 64, 8, torch.Generator().manual_seed(0), "cpu", torch.device("cpu"))
+    assert kw["position_ids"].shape == (1, 256)
+    ab = Backend("sdpa").batch((1, 256), torch.device("cpu"), kw["position_ids"], kw["cu_seq_lens_q"])
+    assert ab.chunk and 64 % ab.chunk == 0 and ab.mask is not None

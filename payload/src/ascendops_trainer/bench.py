@@ -33,6 +33,31 @@ def _no_tick() -> None:
     pass
 
 
+def document_positions(micro: int, seq_len: int, doc_len: int, gen) -> Any:
+    """Position ids [micro, seq_len + 1] of synthetic documents (lengths uniform in 1 .. 2 * doc_len - 1, mean
+    doc_len) restarting at 0 at every sample and document start, as the loader gives them for data with
+    document boundaries."""
+    import torch
+
+    pos = torch.empty(micro, seq_len + 1, dtype=torch.long)
+    for r in range(micro):
+        at = 0
+        while at < seq_len + 1:
+            n = int(torch.randint(1, 2 * doc_len, (1,), generator=gen))
+            pos[r, at:at + n] = torch.arange(min(n, seq_len + 1 - at))
+            at += n
+    return pos
+
+
+def document_kwargs(micro: int, seq_len: int, doc_len: int, gen, device_type: str, device) -> dict[str, Any] | None:
+    """`train`'s packed-attention kwargs for a micro-batch of synthetic documents (None: doc_len 0, no packing)."""
+    if doc_len <= 0:
+        return None
+    from .train import packed_attention_kwargs
+
+    return packed_attention_kwargs(document_positions(micro, seq_len, doc_len, gen), device_type, device)
+
+
 def _timed(step_fn: Callable[[], Any], warmup: int, steps: int, ctx,
            tick: Callable[[], None] = _no_tick) -> tuple[float, float, float]:
     """Seconds for `steps` steps after `warmup` untimed ones (slowest rank), the last loss, and the
@@ -66,7 +91,7 @@ def _free(device_type: str) -> None:
         getattr(torch, device_type).empty_cache()
 
 
-def _run_deepspeed(cfg: JobConfig, rt, batches, tick: Callable[[], None] = _no_tick) -> dict[str, Any]:
+def _run_deepspeed(cfg: JobConfig, rt, batches, packed, tick: Callable[[], None] = _no_tick) -> dict[str, Any]:
     """`train`'s own engine (Runtime.build_engine: same model, kernels, ZeRO config, optimizer, schedule)."""
     from .kernels import restore_stock_rope
     from .metrics import memory_gib
@@ -79,8 +104,8 @@ def _run_deepspeed(cfg: JobConfig, rt, batches, tick: Callable[[], None] = _no_t
     memory_gib(ctx.device_type)  # reset the peak counter
 
     def step():
-        for b in batches:
-            loss = causal_lm_loss(engine, b)
+        for b, kw in zip(batches, packed, strict=True):
+            loss = causal_lm_loss(engine, b, packed=kw)
             engine.backward(loss)
             engine.step()
         return loss.detach()
@@ -91,7 +116,7 @@ def _run_deepspeed(cfg: JobConfig, rt, batches, tick: Callable[[], None] = _no_t
     return out  # the engine goes out of scope here; bench() then frees device memory
 
 
-def _run_torch(cfg: JobConfig, rt, batches, tick: Callable[[], None] = _no_tick) -> dict[str, Any]:
+def _run_torch(cfg: JobConfig, rt, batches, packed, tick: Callable[[], None] = _no_tick) -> dict[str, Any]:
     import torch
 
     from .engine import make_optimizer, make_scheduler
@@ -119,11 +144,11 @@ def _run_torch(cfg: JobConfig, rt, batches, tick: Callable[[], None] = _no_tick)
     memory_gib(ctx.device_type)
 
     def step():
-        for i, b in enumerate(batches):
+        for i, (b, kw) in enumerate(zip(batches, packed, strict=True)):
             sync = contextlib.nullcontext() if (not ddp or i == ga - 1) else model.no_sync()
             with sync:
                 with amp:
-                    loss = causal_lm_loss(model, b)
+                    loss = causal_lm_loss(model, b, packed=kw)
                 (loss / ga).backward()
         if cfg.optim.grad_clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
@@ -230,6 +255,10 @@ def bench(cfg: JobConfig, progress: str = "off") -> int:
     batches = [torch.randint(0, hf_config.vocab_size, (micro, seq_len + 1), generator=g).to(ctx.device)
                for _ in range(ga)]
     tokens_per_step = ga * micro * seq_len  # per device
+    from .model import masks_documents
+
+    documents = cfg.bench.doc_len if cfg.data.document_masking and masks_documents(cfg.model, hf_config) else 0
+    packed = [document_kwargs(micro, seq_len, documents, g, ctx.device_type, ctx.device) for _ in range(ga)]
 
     # Plain PyTorch first: DeepSpeed leaves helper threads behind that would slow a later CPU run.
     results: dict[str, dict[str, Any]] = {}
@@ -238,11 +267,11 @@ def bench(cfg: JobConfig, progress: str = "off") -> int:
     meter = _BenchProgress(cfg, progress, enabled=ctx.is_main)
     for _ in range(cfg.bench.rounds):
         if cfg.bench.mode in ("both", "torch", "switches"):
-            runs.setdefault("torch", []).append(_run_torch(cfg, rt, batches, meter.start()))
+            runs.setdefault("torch", []).append(_run_torch(cfg, rt, batches, packed, meter.start()))
             meter.finish()
             _free(ctx.device_type)
         if cfg.bench.mode in ("both", "deepspeed"):
-            runs.setdefault("deepspeed", []).append(_run_deepspeed(cfg, rt, batches, meter.start()))
+            runs.setdefault("deepspeed", []).append(_run_deepspeed(cfg, rt, batches, packed, meter.start()))
             meter.finish()
             _free(ctx.device_type)
     for name, rs in runs.items():
@@ -255,7 +284,7 @@ def bench(cfg: JobConfig, progress: str = "off") -> int:
     if cfg.bench.mode == "switches":
         for label, overrides in switch_variants(cfg):
             try:
-                results[label] = _run_deepspeed(_variant(cfg, overrides), rt, batches, meter.start())
+                results[label] = _run_deepspeed(_variant(cfg, overrides), rt, batches, packed, meter.start())
             except Exception as e:  # noqa: BLE001 - one variant failing (e.g. out of memory) must not hide the rest
                 results[label] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}
             meter.finish()
@@ -283,6 +312,7 @@ def bench(cfg: JobConfig, progress: str = "off") -> int:
         "zero_stage": cfg.parallel.zero_stage, "activation_checkpointing": cfg.model.activation_checkpointing,
         "device": dev, "peak_tflops_per_device": peak, "peak_source": peak_src,
         "steps": cfg.bench.steps, "warmup_steps": cfg.bench.warmup_steps, "rounds": cfg.bench.rounds,
+        "doc_len": cfg.bench.doc_len, "documents_packed": bool(documents),
         "results": results,
         "ratio_deepspeed_over_torch": ratio, "ratio_deepspeed_over_torch_cpu_time": ratio_cpu,
     }
@@ -305,7 +335,10 @@ def format_summary(s: dict[str, Any]) -> str:
         f"device: {s['device']}; peak {peak} TFLOPS/device ({s['peak_source']}); "
         f"{s['flops_per_token'] / 1e9:.3f} GFLOP/token (PaLM, N without input embedding); "
         f"{s['steps']} timed steps after {s['warmup_steps']} warm-up"
-        + (f", median of {s['rounds']} alternating rounds" if s.get("rounds", 1) > 1 else ""),
+        + (f", median of {s['rounds']} alternating rounds" if s.get("rounds", 1) > 1 else "")
+        + (f"; documents of ~{s['doc_len']} tokens, " + ("packed, attention masked per document"
+           if s.get("documents_packed") else "not packed (this attention cannot mask documents)")
+           if s.get("doc_len") else ""),
         f"{'stack':<24} {'tokens/s/dev':>13} {'TFLOPS/dev':>11} {'MFU':>7} {'s/step':>8} {'mem GiB':>8} {'loss':>7}",
     ]
     for name, r in s["results"].items():

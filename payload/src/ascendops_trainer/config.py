@@ -143,6 +143,10 @@ class BenchConfig:
     warmup_steps: int = 3  # untimed steps first (allocator, kernels, caches)
     mode: str = "both"  # both | deepspeed | torch | switches (each speed switch off in turn, side by side)
     rounds: int = 1  # alternate the stacks this many times (torch, ours, torch, ours...); medians are reported
+    # synthetic documents of about this many tokens in every sample, packed into one row per micro-batch as
+    # `train` packs data with document boundaries (where the model masks documents: model.implementation
+    # native, or flash_attention_2); 0 = none (plain causal rows)
+    doc_len: int = 0
 
 
 @dataclass

@@ -90,6 +90,7 @@ MINIMUMS = {
     "bench.steps": (1, ""),
     "bench.warmup_steps": (0, ""),
     "bench.rounds": (1, ""),
+    "bench.doc_len": (0, "0 = no documents"),
     "profile.start_step": (0, "0 = wait, warmup, active from the first step"),
     "profile.wait": (0, ""),
     "profile.warmup": (0, ""),
@@ -101,7 +102,7 @@ INTEGERS = frozenset(("model.num_layers", "model.checkpoint_every", "model.loss_
                       "train.eval_batches", "optim.warmup_steps", "parallel.zero_hpz_partition_size",
                       "parallel.reduce_bucket_size", "parallel.prefetch_bucket_size", "parallel.dist_timeout_s",
                       "checkpoint.interval", "checkpoint.keep", "metrics.log_interval", "bench.steps",
-                      "bench.warmup_steps", "bench.rounds", "profile.start_step", "profile.wait",
+                      "bench.warmup_steps", "bench.rounds", "bench.doc_len", "profile.start_step", "profile.wait",
                       "profile.warmup", "profile.active", "profile.repeat"))
 
 

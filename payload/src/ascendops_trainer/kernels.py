@@ -206,9 +206,10 @@ def _chunked_ce_function():
             scale = grad_out / n_valid
             for s in range(0, h.size(0), chunk):
                 hc = h[s:s + chunk]
-                p = torch.exp((hc @ weight.t()).float() - lse[s:s + chunk, None])
+                # in place on the chunk's fresh logits: no further [chunk x vocab] buffers
+                p = (hc @ weight.t()).float().sub_(lse[s:s + chunk, None]).exp_()
                 p[torch.arange(p.size(0), device=p.device), safe_t[s:s + chunk]] -= 1.0
-                p = (p * (valid[s:s + chunk, None] * scale)).to(weight.dtype)  # ignored rows: no gradient
+                p = p.mul_(valid[s:s + chunk, None] * scale).to(weight.dtype)  # ignored rows: no gradient
                 grad_h[s:s + chunk] = p @ weight
                 grad_w += (p.t() @ hc).float()
             return grad_h.view_as(hidden), grad_w.to(weight.dtype), None, None, None

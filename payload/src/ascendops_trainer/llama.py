@@ -8,8 +8,10 @@ exactly (load_hf_state_dict / to_hf_state_dict), but built for training:
   in the rotate-half layout HF's q/k weights use (no permutation of the weights);
 - attention chosen once, when the model is built (``Backend``): on NPU torch_npu's
   ``npu_fusion_attention`` (TND layout, one causal sequence per packed document), on CUDA
-  flex_attention with a document block mask, elsewhere SDPA with an explicit block-diagonal causal
-  mask (plain causal SDPA when the batch is not packed);
+  flex_attention with a document block mask, elsewhere SDPA (plain causal when the batch is not packed;
+  packed: per chunk when the row splits into equal chunks that each start a document, as the trainer's
+  samples do - causal, or a per-chunk block-diagonal mask - else one block-diagonal causal mask over
+  the whole row);
 - NPU fused ops (``npu_rms_norm``, ``npu_rotary_mul``, ``npu_swiglu``, ``npu_fusion_attention``) come
   from a dispatch table (torch_npu, or kernels.REFERENCE in the tests): nothing is patched, in
   transformers or anywhere else;
@@ -131,8 +133,11 @@ class AttnBatch:
     """What the attention of every layer needs about the batch, built once per forward."""
 
     backend: str
-    mask: Any = None  # sdpa: bool [1, 1, T, T] (None = plain causal); flex: BlockMask
+    # sdpa: bool [1, 1, T, T] over the whole row, or [T / chunk, 1, chunk, chunk] per chunk (None = plain
+    # causal, per chunk when chunk is set); flex: BlockMask
+    mask: Any = None
     cu_seqlens: list[int] | None = None  # npu: cumulative end of each sequence (host ints)
+    chunk: int = 0  # sdpa, packed: the row runs as rows of `chunk` tokens, each starting a document (0: one row)
 
 
 class Backend:
@@ -192,6 +197,14 @@ class Backend:
                 return (doc[q] == doc[kv]) & (kv <= q)
 
             return AttnBatch("flex", mask=create_block_mask(mask_mod, None, None, b * s, b * s, device=device))
+        split = _document_chunks(position_ids, cu_seqlens, b * s)
+        if split is not None:  # attention never crosses a chunk boundary: each chunk alone, no T x T mask
+            chunk, one_doc_each = split
+            if one_doc_each:
+                return AttnBatch("sdpa", chunk=chunk)  # causal kernel per chunk, no mask at all
+            dc, i = doc.view(-1, chunk), torch.arange(chunk, device=device)
+            mask = (dc[:, :, None] == dc[:, None, :]) & (i[None, :] <= i[:, None])
+            return AttnBatch("sdpa", mask=mask[:, None], chunk=chunk)
         idx = torch.arange(b * s, device=device)
         mask = (doc[:, None] == doc[None, :]) & (idx[None, :] <= idx[:, None])
         return AttnBatch("sdpa", mask=mask[None, None])
@@ -214,6 +227,12 @@ class Backend:
             qf, kf, vf = (x.reshape(1, b * s, x.shape[2], d).transpose(1, 2) for x in (q, k, v))
             out = self._flex(qf, kf, vf, block_mask=ab.mask, scale=scale, enable_gqa=gqa)
             return out.transpose(1, 2).reshape(b, s, hq, d)
+        if ab.chunk:  # packed, in equal chunks that each start a document: [T / chunk, chunk] rows
+            n = b * s // ab.chunk
+            qs, ks, vs = (x.reshape(n, ab.chunk, x.shape[2], d).transpose(1, 2) for x in (q, k, v))
+            out = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=ab.mask, is_causal=ab.mask is None,
+                                                 scale=scale, enable_gqa=gqa)
+            return out.transpose(1, 2).reshape(b, s, hq, d)
         if ab.mask is not None:  # packed: one row of B x S tokens, block-diagonal causal
             qs, ks, vs = (x.reshape(1, b * s, x.shape[2], d).transpose(1, 2) for x in (q, k, v))
             out = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=ab.mask, scale=scale, enable_gqa=gqa)
@@ -221,6 +240,31 @@ class Backend:
         out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True,
                                              scale=scale, enable_gqa=gqa)
         return out.transpose(1, 2)
+
+
+def _document_chunks(position_ids, cu_seqlens, total: int) -> tuple[int, bool] | None:
+    """(L, one document per chunk) for the smallest L < total dividing the packed row into equal chunks
+    that each begin with a document (as every sample of the trainer's micro-batch does: position 0), so
+    no attention crosses a chunk boundary; None when there is none (e.g. pack_layout merged a sample
+    start into the document before it). The documents come from the same source as _doc_ids's."""
+    if position_ids is not None:
+        # SYNC: the document starts are read on the host, once per forward (not per layer). This is the
+        # SDPA backend: the CPU, where the read costs no device sync, unless SDPA was asked for on an
+        # accelerator; there it is one small copy that saves (T / L)-fold attention work in every layer.
+        starts = torch.nonzero(position_ids.reshape(-1) == 0).flatten().cpu()
+    else:
+        # SYNC: as above (the trainer's lengths are host tensors; only lengths already on a device copy)
+        cu = torch.as_tensor(cu_seqlens).reshape(-1).cpu()
+        starts = cu[:-1].to(torch.int64)
+    is_start = torch.zeros(total, dtype=torch.bool)
+    is_start[starts] = True
+    if not bool(is_start[0]):
+        return None
+    divisors = sorted({d for i in range(1, math.isqrt(total) + 1) if total % i == 0 for d in (i, total // i)})
+    for length in divisors[:-1]:  # the last is the whole row: the whole-row mask
+        if bool(is_start[::length].all()):
+            return length, int(is_start.sum()) == total // length
+    return None
 
 
 def _doc_ids(position_ids, cu_seqlens, total: int, device) -> torch.Tensor:
