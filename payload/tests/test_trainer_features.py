@@ -76,6 +76,31 @@ def test_fused_kernel_wiring_matches_stock_model():
     assert apply_fused_kernels(m, cfg2.model, None) == []  # no torch_npu: nothing patched
 
 
+def test_the_transformers_model_computes_the_loss_chunked_when_asked(monkeypatch):
+    """model.loss_chunk_tokens on transformers' model: causal_lm_loss goes through the chunked loss (the memory
+    plan leaves the full fp32 logits out), with the loss and gradients of the full logits; 0 keeps them."""
+    import torch
+
+    from ascendops_trainer import kernels
+    from ascendops_trainer.train import causal_lm_loss
+
+    calls = []
+    real = kernels.chunked_cross_entropy
+    monkeypatch.setattr(kernels, "chunked_cross_entropy", lambda *a: calls.append(a[3]) or real(*a))
+    _, chunked, _ = _debug_pair(loss_chunk_tokens=16)
+    _, whole, _ = _debug_pair(loss_chunk_tokens=0)
+    whole.load_state_dict(chunked.state_dict())
+    batch = torch.randint(0, 512, (2, 33), generator=torch.Generator().manual_seed(3))
+    got, want = causal_lm_loss(chunked, batch), causal_lm_loss(whole, batch)
+    assert calls == [16]  # once, with the setting's chunk; the model without it never calls it
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    got.backward()
+    want.backward()
+    for (name, p), q in zip(whole.named_parameters(), chunked.parameters(), strict=True):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-6, msg=name)
+    assert chunked.lm_head._ascendops_targets is None  # not left set after the step
+
+
 def test_chunked_cross_entropy_equals_full_logits():
     import torch
     import torch.nn.functional as F

@@ -246,4 +246,7 @@ def install_chunked_loss(model, chunk: int) -> bool:
         return chunked_cross_entropy(hidden_states, self.weight, targets, chunk)
 
     head.forward = types.MethodType(forward, head)
+    # causal_lm_loss sets the targets on a head that has this attribute (it looks with hasattr): without it the
+    # chunked loss never ran and the full [tokens x vocab] fp32 logits the memory plan leaves out were built.
+    head._ascendops_targets = None
     return True
