@@ -14,9 +14,9 @@ argument-spec validation (module_utils/cluster_settings.py).
 
 ``checks``: the roles' settings checks (each role's vars/main.yml __<role>_settings_failure: the message of the
 first of its checks that fails on the host, '' where all pass), rendered for every host in its own context once
-the argument specs passed, in the order given: the first non-empty one is the host's refusal (as when each was an
-assert on every host, run in that order), and every failing host is reported. playbooks/validate.yml had one
-such assert task per role on every host.
+the argument specs passed, in the order given: the first non-empty one is the host's refusal (as when each was
+an ``assert`` task on every host, run in that order), and every failing host is reported. playbooks/validate.yml
+had one such task per role on every host.
 """
 
 from __future__ import annotations

@@ -56,4 +56,3 @@ def test_a_check_that_cannot_be_rendered_or_is_missing_is_a_refusal_naming_the_h
                                           n2={"__a_settings_failure": ""}), CHECKS)
     assert msgs[0].startswith("n1: __a_settings_failure cannot be rendered: ")
     assert msgs[1] == "n2: the check __b_settings_failure is not defined (its role is not in context_roles)"
-
