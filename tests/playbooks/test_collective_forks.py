@@ -72,8 +72,9 @@ def run_collective(tmp_path, timeout_s=20, argv=None):
             "name": "ascendops.cluster.launch", "tasks_from": "collective_run"}}]}]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
     (tmp_path / "vars.yml").write_text(yaml.safe_dump({
-        "launch_collective_timeout_s": timeout_s, "launch_collective_min_bandwidth_gbs": 1.0,
-        "launch_collective_min_size_bytes": 0, "launch_report_dir": str(tmp_path / "reports"),
+        "launch_collective_timeout_s": timeout_s, "launch_poll_interval_s": 1,
+        "launch_collective_min_bandwidth_gbs": 1.0, "launch_collective_min_size_bytes": 0,
+        "launch_report_dir": str(tmp_path / "reports"),
         "launch_baseline": False, "launch_log_lines": 5, "__launch_collective_fingerprint": "fp",
         "launch_collective_hccl_test": str(tmp_path / "no-hccl_test")}))
     playbook_bin = Path(sys.executable).parent / "ansible-playbook"
