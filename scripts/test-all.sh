@@ -77,7 +77,7 @@ else
     else rows+=("$(printf '%-22s %-7s' molecule 'SKIPPED (an image build failed)')"); failed=$((failed + 1)); fi
     printf '%s\n' "${rows[@]}" > .cache/test/lane.rows; exit $(( failed > 0 )) ) >"$log" 2>&1 &
   lane_pid=$!
-  # The molecule lane is the longer one (about 58 of the run's 61 minutes against 26 for the checks): the checks
+  # The molecule lane is the longer one (about 55 of the run's 56 minutes against 26 for the checks): the checks
   # run at lower CPU priority so that they take the cores molecule leaves idle rather than slowing it down.
   renice -n 10 -p $$ >/dev/null 2>&1 || true
   checks
