@@ -205,7 +205,7 @@ class Backend:
             dc, i = doc.view(-1, chunk), torch.arange(chunk, device=device)
             mask = (dc[:, :, None] == dc[:, None, :]) & (i[None, :] <= i[:, None])
             return AttnBatch("sdpa", mask=mask[:, None], chunk=chunk)
-        idx = torch.arange(b * s, device=device)
+        idx = torch.arange(b * s, device=device)  # no such split: one mask over the whole row
         mask = (doc[:, None] == doc[None, :]) & (idx[None, :] <= idx[:, None])
         return AttnBatch("sdpa", mask=mask[None, None])
 
@@ -227,15 +227,11 @@ class Backend:
             qf, kf, vf = (x.reshape(1, b * s, x.shape[2], d).transpose(1, 2) for x in (q, k, v))
             out = self._flex(qf, kf, vf, block_mask=ab.mask, scale=scale, enable_gqa=gqa)
             return out.transpose(1, 2).reshape(b, s, hq, d)
-        if ab.chunk:  # packed, in equal chunks that each start a document: [T / chunk, chunk] rows
-            n = b * s // ab.chunk
-            qs, ks, vs = (x.reshape(n, ab.chunk, x.shape[2], d).transpose(1, 2) for x in (q, k, v))
+        if ab.chunk or ab.mask is not None:  # packed: [T / chunk, chunk] rows, or the whole row as one
+            chunk = ab.chunk or b * s
+            qs, ks, vs = (x.reshape(b * s // chunk, chunk, x.shape[2], d).transpose(1, 2) for x in (q, k, v))
             out = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=ab.mask, is_causal=ab.mask is None,
                                                  scale=scale, enable_gqa=gqa)
-            return out.transpose(1, 2).reshape(b, s, hq, d)
-        if ab.mask is not None:  # packed: one row of B x S tokens, block-diagonal causal
-            qs, ks, vs = (x.reshape(1, b * s, x.shape[2], d).transpose(1, 2) for x in (q, k, v))
-            out = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=ab.mask, scale=scale, enable_gqa=gqa)
             return out.transpose(1, 2).reshape(b, s, hq, d)
         out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True,
                                              scale=scale, enable_gqa=gqa)
