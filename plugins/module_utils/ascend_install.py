@@ -4,8 +4,11 @@
 
 Paths (``P`` = install path, default ``/usr/local/Ascend``):
 
-* driver: ``P/driver/version.info`` (``Version=``)
+* driver: ``P/driver/version.info`` (``Version=``; ``package_version=`` wins where both are present)
 * firmware: ``P/firmware/version.info`` (``Version=``)
+* driver and firmware of older layouts and images without ``version.info``: ``P/<kind>/version.cfg``,
+  read in either record form (ascend_formats.parse_version_record; its layout there is assumed, see
+  docs/sim-contract.md)
 * toolkit: ``P/ascend-toolkit/latest/<arch>-linux/ascend_toolkit_install.info`` (``version=``);
   ``latest`` is a link (into ``P/cann-<ver>`` from CANN 9): it is resolved, never hard-coded
 * kernels: ``P/ascend-toolkit/latest/opp_kernel/version.info`` (``Version=``)
@@ -26,6 +29,7 @@ from ansible_collections.ascendops.cluster.plugins.module_utils import cann_info
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_formats import (
     get_key,
     info_version,
+    parse_version_record,
     read_key_value_file,
 )
 
@@ -81,6 +85,16 @@ def record_file(kind, install_path, arch=None):
     raise ValueError(f"unknown Ascend package kind {kind!r}")
 
 
+def _read_version_cfg(path, kind):
+    """The parsed ``version.cfg`` of ``kind`` (driver, firmware), None when there is none."""
+    try:
+        with open(path, errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    return parse_version_record(text, path, kind)
+
+
 def read_installed(kind, install_path=DEFAULT_INSTALL_PATH, install_info=None, arch=None):
     """What is installed for ``kind``.
 
@@ -108,6 +122,9 @@ def read_installed(kind, install_path=DEFAULT_INSTALL_PATH, install_info=None, a
     for base in paths:
         path = record_file(kind, base, arch)
         info = read_key_value_file(path)
+        if info is None and kind in ("driver", "firmware"):
+            path = os.path.join(base, kind, "version.cfg")
+            info = _read_version_cfg(path, kind)
         if info is None:
             continue
         result.update(installed=True, version=info_version(info), file=path,

@@ -10,6 +10,9 @@ never from a hard-coded versioned path:
   (``version=8.2.RC1``, ``version_dir=8.2.RC1``, ``innerversion=``, ``arch=``, ``path=``);
 * CANN 8.5 and later: ``P/cann-<ver>/`` (``P/ascend-toolkit/latest`` or ``P/cann`` link to it),
   the record under ``<dir>/cann/<arch>-linux/`` or ``<dir>/<arch>-linux/``;
+* images and older installs without that record (MindIE images, some CANN 7/8.0 layouts): the
+  directory's ``version.cfg`` (``toolkit_running_version=[7.6.0.1.220:8.0.0]``: component build and
+  release; ascend_formats.parse_version_cfg), read only where no install record is found;
 * operator kernels: ``<dir>/opp_kernel/version.info``: ``Version=8.2.0.0.201`` is a build number,
   ``version_dir=8.2.RC1`` the package version, ``required_package_<name>_version=">=7.6, <=8.2"``
   the versions of other packages it works with.
@@ -24,9 +27,12 @@ import os
 import re
 
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_formats import (
+    RecordError,
     get_key,
     parse_key_value,
+    parse_version_cfg,
     read_key_value_file,
+    version_cfg_release,
 )
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version import (
     compare,
@@ -35,6 +41,7 @@ from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_version i
 )
 
 TOOLKIT_RECORD = "ascend_toolkit_install.info"
+VERSION_CFG = "version.cfg"
 KERNELS_RECORD = os.path.join("opp_kernel", "version.info")
 # links that name the active toolkit, in the order they are trusted
 ACTIVE_LINKS = (os.path.join("ascend-toolkit", "latest"), os.path.join("cann", "latest"), "cann")
@@ -51,7 +58,8 @@ def _arches(arch):
 
 
 def toolkit_record(directory, arch=None):
-    """The toolkit install record inside one toolkit directory, or None."""
+    """The toolkit install record inside one toolkit directory (``ascend_toolkit_install.info``, else
+    the directory's ``version.cfg``), or None."""
     for sub in ("", "cann"):
         for a in _arches(arch):
             candidate = os.path.join(directory, sub, f"{a}-linux", TOOLKIT_RECORD)
@@ -59,11 +67,25 @@ def toolkit_record(directory, arch=None):
                 return candidate
     found = sorted(glob.glob(os.path.join(directory, "*-linux", TOOLKIT_RECORD))
                    + glob.glob(os.path.join(directory, "cann", "*-linux", TOOLKIT_RECORD)))
-    return found[0] if found else None
+    if found:
+        return found[0]
+    cfg = os.path.join(directory, VERSION_CFG)
+    return cfg if os.path.isfile(cfg) else None
 
 
 def read_toolkit_record(path):
-    """``{version, version_dir, innerversion, file, info}`` from an ``ascend_toolkit_install.info``."""
+    """``{version, version_dir, innerversion, file, info}`` from an ``ascend_toolkit_install.info`` or a
+    ``version.cfg`` (innerversion: the toolkit component's build; RecordError on a line it cannot read)."""
+    if os.path.basename(path) == VERSION_CFG:
+        try:
+            with open(path, errors="replace") as handle:
+                entries = parse_version_cfg(handle.read(), path)
+        except OSError as exc:
+            raise RecordError(f"{path}: cannot be read: {exc}") from exc
+        version = version_cfg_release(entries, path)
+        component = entries.get("toolkit_running_version") or {}
+        return {"version": version, "version_dir": version, "innerversion": component.get("build"),
+                "file": path, "info": {k: v["release"] for k, v in entries.items()}}
     info = read_key_value_file(path) or {}
     version = (get_key(info, "version") or "").strip() or None
     version_dir = (get_key(info, "version_dir") or "").strip() or version
@@ -368,7 +390,11 @@ class CannInfo:
         from ansible_collections.ascendops.cluster.plugins.module_utils.vendor_command import vendor_runner
 
         p = self.module.params
-        driver = p["driver_version"] or read_installed("driver", p["install_path"])["version"]
-        query = CannQuery(vendor_runner(self.module), p["install_path"], p["arch"] or machine_arch(), driver)
-        result = query.gather(p["toolkit_package"], p["kernels_package"], p["toolkit_version"], p["kernels_version"])
+        try:
+            driver = p["driver_version"] or read_installed("driver", p["install_path"])["version"]
+            query = CannQuery(vendor_runner(self.module), p["install_path"], p["arch"] or machine_arch(), driver)
+            result = query.gather(p["toolkit_package"], p["kernels_package"], p["toolkit_version"],
+                                  p["kernels_version"])
+        except RecordError as exc:
+            self.module.fail_json(msg=f"cannot read an installed package's version record: {exc}")
         self.module.exit_json(changed=False, **result)

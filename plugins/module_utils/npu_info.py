@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_formats import (
+    RecordError,
     get_key,
     read_key_value_file,
 )
@@ -227,7 +228,10 @@ class NpuInfo:
         self.module = module
 
     def run(self):
-        facts = gather(self.module)
+        try:
+            facts = gather(self.module)
+        except RecordError as exc:
+            self.module.fail_json(msg=f"cannot read an installed package's version record: {exc}")
         result = dict(changed=False, ansible_facts={"ascend_npu": facts})
         result.update(facts)
         self.module.exit_json(**result)

@@ -13,6 +13,7 @@ import pwd
 import re
 
 from ansible_collections.ascendops.cluster.plugins.module_utils.ascend_formats import (
+    RecordError,
     get_key,
     read_key_value_file,
 )
@@ -109,6 +110,12 @@ class AscendPackageInstall:
         self.module.exit_json(failed=False, **self.result)
 
     def run(self):
+        try:
+            self._run()
+        except RecordError as exc:
+            self.fail(f"cannot read an installed package's version record: {exc}")
+
+    def _run(self):
         self.find_file()
         self.identify()
         self.check_options()

@@ -557,7 +557,11 @@ def install_toolkit(run: Run, pkg: dict, opts: dict, mode: str, path: str) -> in
         f"arch={arch}\nos=linux\npath={tk}/{ver}/{arch}-linux\n",
     )
     write_text(f"{tk}/{ver}/version.info", package_version_info())
-    write_text(f"{tk}/{ver}/version.cfg", f"# SIMULATION ONLY\nruntime_running_version=[{ver}:{ver}]\n")
+    # version.cfg as CANN 8.0 writes it (docs/sim-contract.md): each component's build and the release.
+    build = next((line.split("=", 1)[1].strip() for line in package_version_info().splitlines()
+                  if line.startswith("Version=")), ver)
+    write_text(f"{tk}/{ver}/version.cfg", "# version: 1.0\n" + "".join(
+        f"{c}_running_version=[{build}:{ver}]\n" for c in ("runtime", "compiler", "hccl", "opp", "toolkit")))
     tmp_link = os.path.join(host_tk, f".latest.{os.getpid()}")
     os.symlink(ver, tmp_link)
     os.replace(tmp_link, os.path.join(host_tk, "latest"))

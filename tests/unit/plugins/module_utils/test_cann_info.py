@@ -258,3 +258,30 @@ def test_the_release_check_and_the_cann_roles_check_give_one_verdict():
         assert len(sentences) == 1 and len(findings) == 1
         assert bool(result["problems"]) == (kind == "problem")
         assert findings[0]["msg"].startswith("n1: " + sentences[0])
+
+
+# ------------------------------------------------------------------ version.cfg (no install record)
+
+
+def test_toolkit_without_install_record_is_read_from_its_version_cfg(tmp_path):
+    """Images and older layouts without ``<arch>-linux/ascend_toolkit_install.info``: the toolkit
+    directory's version.cfg names the release (the install record wins where both exist)."""
+    root = str(tmp_path)
+    base = os.path.join(root, "ascend-toolkit", "8.0.0")
+    write(os.path.join(base, "version.cfg"), fixture("cann_version.cfg"))
+    os.symlink("8.0.0", os.path.join(root, "ascend-toolkit", "latest"))
+    active = active_toolkit(root, ARCH)
+    assert active["installed"] and active["version"] == "8.0.0" and active["innerversion"] == "7.6.0.1.220"
+    assert active["file"] == os.path.join(os.path.realpath(base), "version.cfg")
+    assert [tk["version"] for tk in installed_toolkits(root, ARCH)] == ["8.0.0"]
+    toolkit(root, "8.0.0", base=base)  # the install record appears: it is read instead
+    assert active_toolkit(root, ARCH)["file"].endswith("ascend_toolkit_install.info")
+
+
+def test_unreadable_version_cfg_names_the_file_and_line(tmp_path):
+    root = str(tmp_path)
+    base = os.path.join(root, "ascend-toolkit", "8.0.0")
+    write(os.path.join(base, "version.cfg"), "# version: 1.0\ntoolkit 8.0.0\n")
+    os.symlink("8.0.0", os.path.join(root, "ascend-toolkit", "latest"))
+    with pytest.raises(cann_info.RecordError, match=r"8.0.0/version.cfg: cannot read the line 'toolkit 8.0.0'"):
+        active_toolkit(root, ARCH)

@@ -417,3 +417,25 @@ def test_health_checks_read_each_npus_health_record_and_hbm_ecc(run_module, node
     # not asked: nothing read
     assert run_module(npu_info.main, node.args(npu_smi=smi))["health_checks"] == {
         "details": [], "problems": [], "notes": []}
+
+
+def test_driver_and_toolkit_read_from_version_cfg_where_no_version_info(run_module, node):
+    """Older layouts and images record versions in version.cfg only: the driver (its record's own keys or
+    a driver_running_version entry) and the toolkit behind the latest link are read from it."""
+    node.put("driver/version.cfg", "# version: 1.0\ndriver_running_version=[7.1.0.3.220:23.0.0]\n")
+    node.put("ascend-toolkit/8.0.0/version.cfg", fixture_text("cann_version.cfg"))
+    os.symlink("8.0.0", os.path.join(node.root, "ascend-toolkit", "latest"))
+    res = run_module(npu_info.main, node.args(npu_smi=str(node.tmp / "absent" / "npu-smi")))
+    assert not res.get("failed"), res.get("msg")
+    assert res["driver"]["installed"] and res["driver"]["version"] == "23.0.0"
+    assert res["toolkit"]["installed"] and res["toolkit"]["version"] == "8.0.0"
+    node.driver()  # version.info appears: it wins
+    assert run_module(npu_info.main, node.args(npu_smi=str(node.tmp / "absent" / "npu-smi")))["driver"]["version"] \
+        == "24.1.rc1"
+
+
+def test_unreadable_version_cfg_fails_naming_the_file_and_line(run_module, node):
+    node.put("driver/version.cfg", "driver 23.0.0\n")
+    res = run_module(npu_info.main, node.args(npu_smi=str(node.tmp / "absent" / "npu-smi")))
+    assert res["failed"]
+    assert "driver/version.cfg: cannot read the line 'driver 23.0.0'" in res["msg"]
