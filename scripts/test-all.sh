@@ -3,10 +3,13 @@
 # failure. Exit status is non-zero if any step failed.
 # Two lanes on the machine's cores: the checks (ruff ... pytest, one CPU core most of the time) in
 # the foreground; in the background the image builds (debootstrap and pip downloads, podman build
-# and commit: mostly network and disk) and then, once they passed, every molecule scenario (one at a
-# time: two scenarios at once break each other's nodes). The background lane logs to
-# .cache/test/lane.log, printed when both lanes are done. TEST_SERIAL=1 runs every step one after
-# another (checks, images, molecule).
+# and commit: mostly network and disk), the simulated cluster's keeper check, and then, once they
+# passed, the molecule scenarios. The scenarios wait in one queue (.cache/test/molecule-queue, the
+# longest first) that two workers share (scripts/molecule-all.sh, MOLECULE_QUEUE): the background
+# lane's from the start, the foreground lane's once its checks are done, so the cores the checks
+# leave are not idle while the scenarios run (each scenario's nodes, networks and volumes are its
+# own). The background lane logs to .cache/test/lane.log, printed when both lanes are done.
+# TEST_SERIAL=1 runs every step one after another (checks, images, molecule, one worker).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -34,6 +37,9 @@ images() {  # the node image, the simulated packages, the prepared node image, t
   step sim-layers sim/image/layers.sh
   # The trainer image archive the cluster scenario delivers to its nodes (reused while unchanged).
   step trainer-image payload/build-image.sh
+  # The debug Llama's data set (as `make sim-data`), made once here rather than in the first scenario that
+  # needs it (cluster, upgrade: two of them could run at once).
+  step sim-data env HF_HUB_OFFLINE=1 python sim/data/debug-data.py
 }
 checks() {
   step ruff ruff check .
@@ -53,18 +59,31 @@ checks() {
   step pytest pytest tests --junitxml="$junit/pytest/results.xml"
   step pytest-payload pytest payload/tests --junitxml="$junit/pytest-payload/results.xml"
 }
-molecule_all() {
-  # Every molecule scenario; MOLECULE_SKIP="roce cluster" leaves scenarios out (scripts/molecule-all.sh).
-  step molecule scripts/molecule-all.sh
-  # The simulated cluster of `make sim` (sim/cluster.sh) through an idle period and a node restart: its cgroup
-  # keeper keeps every node reachable on a cgroup-v1 host, and `down` stops it.
-  step sim-keeper scripts/check-sim-keeper.sh
+# The simulated cluster of `make sim` (sim/cluster.sh) through an idle period and a node restart: its cgroup
+# keeper keeps every node reachable on a cgroup-v1 host, and `down` stops it. Before any scenario: its control
+# run (no keeper) must not meet the keeper of a molecule run, which would mend its nodes too.
+keeper_check() { step sim-keeper scripts/check-sim-keeper.sh; }
+queue=$repo/.cache/test/molecule-queue
+rm -f "$queue" "$queue.lock"
+make_queue() {  # every scenario but those in MOLECULE_SKIP, the longest first (so the two workers end close together)
+  local skip=" ${MOLECULE_SKIP-} " s
+  { for s in cluster upgrade slurm; do [ -f "molecule/$s/molecule.yml" ] && echo "$s"; done
+    for f in molecule/*/molecule.yml; do basename "$(dirname "$f")"; done; } |
+    awk '!seen[$0]++' | while read -r s; do [[ "$skip" == *" $s "* ]] || echo "$s"; done > "$queue.tmp"
+  # The SSH key of the scenarios (molecule/shared/create.yml makes it when missing): made once, before two
+  # scenarios could start at the same moment.
+  [ -f .cache/molecule/id_ed25519 ] || { mkdir -p -m 0700 .cache/molecule &&
+    ssh-keygen -q -t ed25519 -N "" -C ascendops-molecule -f .cache/molecule/id_ed25519; }
+  mv -f "$queue.tmp" "$queue"  # the queue appears whole: the other worker waits for it
 }
+worker() { step "$1" env MOLECULE_QUEUE="$queue" scripts/molecule-all.sh; }
 start=$(date +%s)
 if [ "${TEST_SERIAL:-0}" = 1 ]; then
   checks
   images
-  molecule_all
+  keeper_check
+  make_queue
+  worker molecule
 else
   mkdir -p .cache/test
   log=.cache/test/lane.log
@@ -72,16 +91,23 @@ else
   echo "=== images, then molecule: in the background (log: $log)"
   ( rows=(); failed=0
     images
-    # The scenarios need the node images, the packages and the trainer image.
-    if [ "$failed" = 0 ]; then molecule_all
+    # The scenarios need the node images, the packages, the trainer image and the data.
+    if [ "$failed" = 0 ]; then keeper_check; make_queue; worker molecule
     else rows+=("$(printf '%-22s %-7s' molecule 'SKIPPED (an image build failed)')"); failed=$((failed + 1)); fi
     printf '%s\n' "${rows[@]}" > .cache/test/lane.rows; exit $(( failed > 0 )) ) >"$log" 2>&1 &
   lane_pid=$!
-  # The molecule lane is the longer one (about 55 of the run's 56 minutes against 26 for the checks): the checks
-  # run at lower CPU priority so that they take the cores molecule leaves idle rather than slowing it down.
+  # The molecule lane is the longer one (about 55 of the run's 56 minutes against 26 for the checks, with one
+  # worker): the checks run at lower CPU priority so that they take the cores molecule leaves idle rather than
+  # slowing it down.
   renice -n 10 -p $$ >/dev/null 2>&1 || true
   checks
-  echo; echo "=== checks done after $(( $(date +%s) - start ))s; waiting for the images and molecule lane"
+  echo; echo "=== checks done after $(( $(date +%s) - start ))s; the second molecule worker starts once the queue is there"
+  # The second worker, at the priority the scenarios need (the checks ran at 10; lowering it back needs root,
+  # else it stays at 10 and takes what the first worker leaves). Started only while scenarios are queued.
+  renice -n 0 -p $$ >/dev/null 2>&1 || true
+  while [ ! -e "$queue" ] && kill -0 "$lane_pid" 2>/dev/null; do sleep 5; done
+  if [ -s "$queue" ]; then worker molecule-2; fi
+  echo; echo "=== after $(( $(date +%s) - start ))s; waiting for the images and molecule lane"
   # What the lane logged so far, then the rest as it comes, until the lane ends.
   tail -n +1 -f --pid="$lane_pid" "$log"
   wait "$lane_pid"
@@ -99,7 +125,8 @@ echo "total $(( $(date +%s) - start ))s"
 echo "$(( ${#rows[@]} - failed )) passed, $failed failed"
 for row in "${rows[@]}"; do
   read -r name result _ <<<"$row"
-  [ "$result" = FAILED ] && python3 scripts/failure-digest.py "$name" "$steps/$name.log" --junit "$junit/$name"
+  # (both molecule workers' scenarios write their JUnit files under junit/molecule/<scenario>)
+  [ "$result" = FAILED ] && python3 scripts/failure-digest.py "$name" "$steps/$name.log" --junit "$junit/${name%-2}"
 done
 # Scenarios that failed once and passed when run again (scripts/molecule-all.sh).
 [ -f .cache/test/flaky ] && cat .cache/test/flaky
