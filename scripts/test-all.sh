@@ -119,7 +119,7 @@ else
   fi
 fi
 echo
-echo "make test timing summary (checks in one lane; images then molecule in the other)"
+echo "make test timing summary (checks, then the second molecule worker, in one lane; images, the keeper check, then the first molecule worker in the other)"
 printf '%s\n' "${rows[@]}"
 echo "total $(( $(date +%s) - start ))s"
 echo "$(( ${#rows[@]} - failed )) passed, $failed failed"
