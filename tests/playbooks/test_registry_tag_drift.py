@@ -1,6 +1,7 @@
 """The container_runtime role's image delivery (tasks/image.yml) from a registry without a pinned digest, on this
-machine as a local node: a fake `docker` on PATH (records its arguments, holds the image under its name) and a fake
-engine socket (tests/unit/plugins/fake_engine.py) whose registry now serves another digest for the tag.
+machine as a local node: a fake engine socket (tests/unit/plugins/fake_engine.py) that holds the image under its
+name (read through community.docker.docker_image_info) and whose registry now serves another digest for the tag,
+and a fake `docker` CLI on PATH that records any call (the role makes none here).
 `--check --diff` reports the moved tag as a change with both digests (what `ascendops drift` lists); a run warns,
 naming the host, the image, both digests and the fix, changes nothing and pulls nothing. An unreachable registry
 warns and the run goes on; the archive path and container_runtime_registry_drift_check=false never ask."""
@@ -35,11 +36,10 @@ def run_image_tasks(tmp_path, engine, *args, **settings):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     calls = tmp_path / "docker-calls"
-    # docker image inspect --format {{.Id}} <name>: the node holds the image under its name.
+    # The image is read through the engine's API (community.docker): the CLI must not be asked at all.
     (bin_dir / "docker").write_text(
         "#!/bin/sh\n"
         f"echo \"$*\" >> '{calls}'\n"
-        f"if [ \"$1 $2\" = 'image inspect' ]; then echo '{IMAGE_ID}'; exit 0; fi\n"
         "echo \"fake docker: unexpected $*\" >&2; exit 3\n")
     (bin_dir / "docker").chmod(0o755)
     (tmp_path / "inv.yml").write_text(yaml.safe_dump({"all": {"children": {"npu_nodes": {"hosts": {"node3": {
@@ -74,8 +74,10 @@ def drift_task(out):
 
 
 def no_pull(docker_calls, engine):
-    assert docker_calls and all(c.startswith("image inspect") for c in docker_calls), docker_calls
-    assert all(m == "GET" for m, _p, _h in engine.requests), engine.requests
+    assert docker_calls == []
+    assert engine.requests and all(m == "GET" for m, _p, _h in engine.requests), engine.requests
+    # the role's own read of the image (docker_image_info) came first
+    assert ("GET", "/images/json") in [(m, p) for m, p, _h in engine.requests]
 
 
 def test_check_mode_reports_the_moved_tag_as_a_change_with_both_digests(tmp_path):
@@ -96,7 +98,9 @@ def test_a_run_warns_naming_host_image_digests_and_fix_and_changes_nothing(tmp_p
     assert "container_runtime_registry_pull=always" in out
     assert "changed=0" in out and "failed=0" in out
     no_pull(calls, eng)
-    assert [p for _m, p, _h in eng.requests] == [f"/images/{IMAGE}/json", f"/distribution/{IMAGE}/json"]
+    # after docker_image_info's reads, the drift check's two: the image, then the registry's digest of its tag
+    assert [p for _m, p, _h in eng.requests][-2:] == [f"/images/{IMAGE}/json", f"/distribution/{IMAGE}/json"]
+    assert [p for _m, p, _h in eng.requests][:3] == ["/version", "/images/json", f"/images/{IMAGE_ID}/json"]
 
 
 def test_an_unreachable_registry_warns_once_and_the_run_goes_on(tmp_path):

@@ -1,6 +1,9 @@
 """A stand-in for the Docker Engine API on a unix socket: the two read routes docker_tag_drift asks
-(``GET /images/<ref>/json``, ``GET /distribution/<ref>/json``) answered from dicts, every request recorded, any
-other route (a pull is ``POST /images/create``) answered 404 and recorded, so a test can prove none was made.
+(``GET /images/<ref>/json``, ``GET /distribution/<ref>/json``) answered from dicts, and the reads
+community.docker's docker_image_info makes (``GET /version`` when its client starts, ``GET /images/json`` with a
+``reference`` filter, ``GET /images/<id>/json``; its paths carry the API version, ``/v1.41/...``), every request
+recorded, any other route (a pull is ``POST /images/create``) answered 404 and recorded, so a test can prove none
+was made.
 
 The answers are the engine's own shapes (Engine API 1.41-1.45, docker 20.10-27; the ``Descriptor`` of a multi-arch
 tag is the index's). Used by the module_utils, module and playbook tests.
@@ -10,12 +13,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socketserver
 import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler
-from urllib.parse import unquote
+from urllib.parse import parse_qs, unquote
 
 # Digests as a registry prints them (64 hex digits).
 OLD = "sha256:3f1c2a7d9b0e4c5a8f6b2d1e0c9a7b5d3e1f2a4c6b8d0e2f4a6c8e0b2d4f6a8c"
@@ -59,11 +63,31 @@ class FakeEngine:
         self.host = "unix://" + self.path
         self._server = None
 
-    def answer(self, method, path):
+    def _by_reference(self, name):
+        """``GET /images/json?filters={"reference": [name]}``: summaries of the images under that repository."""
+        out = []
+        for body in {b["Id"]: b for b in self.images.values()}.values():
+            refs = list(body.get("RepoTags") or []) + list(body.get("RepoDigests") or [])
+            if any(re.split(r"[@]|:(?=[^:/]*$)", ref)[0] == name for ref in refs):
+                out.append({k: body.get(k) for k in ("Id", "RepoTags", "RepoDigests", "Created", "Size")})
+        return out
+
+    def answer(self, method, path, query=None):
+        if method == "GET" and path == "/version":
+            return 200, {"Version": "24.0.7", "ApiVersion": "1.43", "MinAPIVersion": "1.12", "Os": "linux",
+                         "Arch": "arm64"}
+        if method == "GET" and path == "/images/json":
+            filters = json.loads((query or {}).get("filters", ["{}"])[0] or "{}")
+            names = filters.get("reference") or []
+            names = list(names) if isinstance(names, list) else list(names)
+            return 200, [img for name in names for img in self._by_reference(name)]
         if method == "GET" and path.startswith("/images/") and path.endswith("/json"):
             ref = path[len("/images/"):-len("/json")]
             if ref in self.images:
                 return 200, self.images[ref]
+            by_id = [b for b in self.images.values() if b.get("Id") in (ref, "sha256:" + ref)]
+            if by_id:
+                return 200, by_id[0]
             return 404, {"message": f"No such image: {ref}"}
         if method == "GET" and path.startswith("/distribution/") and path.endswith("/json"):
             ref = path[len("/distribution/"):-len("/json")]
@@ -75,9 +99,11 @@ class FakeEngine:
 
         class Handler(BaseHTTPRequestHandler):
             def _serve(self):
-                path = unquote(self.path.split("?", 1)[0])
+                raw, _, query = self.path.partition("?")
+                # community.docker asks /v1.43/<route>; docker_tag_drift the unversioned route
+                path = re.sub(r"^/v[0-9]+\.[0-9]+(?=/)", "", unquote(raw))
                 engine.requests.append((self.command, path, dict(self.headers)))
-                status, body = engine.answer(self.command, path)
+                status, body = engine.answer(self.command, path, parse_qs(query))
                 data = json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
