@@ -366,3 +366,10 @@ def test_a_negative_roce_stat_max_errors_is_refused_naming_it(run_validate):
     assert run.rc != 0
     assert "roce_stat_max_errors a whole number 0 or more (is -5" in run.text and "a2-node01" in run.text
     assert run.changed_nodes() == []
+
+
+def test_an_image_timeout_below_one_second_is_refused_naming_it(run_validate):
+    run = run_validate({"container_runtime_image_timeout": 0})
+    assert run.rc != 0
+    assert "container_runtime_image_timeout >= 1 (is 0)" in run.text and "a2-node01" in run.text
+    assert run.changed_nodes() == []
