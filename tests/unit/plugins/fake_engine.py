@@ -79,7 +79,6 @@ class FakeEngine:
         if method == "GET" and path == "/images/json":
             filters = json.loads((query or {}).get("filters", ["{}"])[0] or "{}")
             names = filters.get("reference") or []
-            names = list(names) if isinstance(names, list) else list(names)
             return 200, [img for name in names for img in self._by_reference(name)]
         if method == "GET" and path.startswith("/images/") and path.endswith("/json"):
             ref = path[len("/images/"):-len("/json")]
@@ -99,7 +98,7 @@ class FakeEngine:
 
         class Handler(BaseHTTPRequestHandler):
             def _serve(self):
-                raw, _, query = self.path.partition("?")
+                raw, _sep, query = self.path.partition("?")
                 # community.docker asks /v1.43/<route>; docker_tag_drift the unversioned route
                 path = re.sub(r"^/v[0-9]+\.[0-9]+(?=/)", "", unquote(raw))
                 engine.requests.append((self.command, path, dict(self.headers)))
