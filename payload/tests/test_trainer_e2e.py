@@ -293,9 +293,10 @@ def test_continue_from_export_bf16_recompute_eval_time_cadence(prepared, straigh
     assert sorted(p.name for p in (run / "checkpoints").glob("step_*")) == [f"step_{s:08d}" for s in range(1, 7)]
 
 
-def test_tied_embeddings_train_count_once_and_export_without_lm_head(prepared, straight_run, tmp_path):
-    """A tied model (lm_head shares the embedding) under ZeRO-3: MFU's N counts the matrix once, the
-    shared weight trains, the export leaves lm_head out and says tied."""
+@pytest.mark.parametrize("implementation", ["transformers", "native"])
+def test_tied_embeddings_train_count_once_and_export_without_lm_head(prepared, straight_run, tmp_path, implementation):
+    """A tied model (lm_head shares the embedding) under ZeRO-3, with either model implementation: MFU's N
+    counts the matrix once, the shared weight trains, the export leaves lm_head out and says tied."""
     from safetensors.torch import load_file
 
     hf = tmp_path / "tied"
@@ -304,10 +305,12 @@ def test_tied_embeddings_train_count_once_and_export_without_lm_head(prepared, s
     proc = subprocess.run(
         [sys.executable, "-m", "ascendops_trainer", "train", "--hf-dir", str(hf), "--data", prepared["data"],
          "--run-dir", str(run), "--steps", "3", "--zero-stage", "3", "--export-dir", str(run / "hf"),
-         "--metrics.tensorboard", "false"],
+         "--metrics.tensorboard", "false", "--model.implementation", implementation],
         env=subprocess_env(), capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
-    meta = json.loads((run / "config.json").read_text())["run"]
+    saved = json.loads((run / "config.json").read_text())
+    assert saved["config"]["model"]["implementation"] == implementation
+    meta = saved["run"]
     assert meta["tied_embeddings"] is True and meta["params_for_flops"] == meta["params"]
     assert meta["params"] == 151872 - 512 * 64  # the debug model less its lm_head matrix
     before, after = load_file(str(hf / "model.safetensors")), load_file(str(run / "hf" / "model.safetensors"))
