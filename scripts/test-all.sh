@@ -31,16 +31,16 @@ step() {
 }
 # A step in the background (its output to its log only, printed when it is waited for): step_bg NAME CMD...,
 # then step_wait NAME adds its row and its result.
+declare -A bg_pids
 step_bg() {
   local name=$1
   ( rows=(); failed=0; step "$@" >"$steps/$name.out" 2>&1
     printf '%s\n' "${rows[@]}" > "$steps/$name.row"; exit "$failed" ) &
-  eval "bg_$name=\$!"
+  bg_pids[$name]=$!
 }
 step_wait() {
-  local name=$1 pid
-  pid=$(eval echo "\$bg_$name")
-  wait "$pid" || failed=$((failed + 1))
+  local name=$1
+  wait "${bg_pids[$name]}" || failed=$((failed + 1))
   cat "$steps/$name.out"
   if [ -s "$steps/$name.row" ]; then rows+=("$(cat "$steps/$name.row")")
   else rows+=("$(printf '%-22s %-7s' "$name" FAILED)"); fi
