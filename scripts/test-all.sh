@@ -30,16 +30,18 @@ step() {
   rows+=("$(printf '%-22s %-7s %5ss' "$name" "$r" "$(( $(date +%s) - start ))")")
 }
 # A step in the background (its output to its log only, printed when it is waited for): step_bg NAME CMD...,
-# then step_wait NAME adds its row and its result.
+# then step_wait NAME adds its row and its result. With TEST_SERIAL=1 it is an ordinary step.
 declare -A bg_pids
 step_bg() {
   local name=$1
+  if [ "${TEST_SERIAL:-0}" = 1 ]; then step "$@"; return; fi
   ( rows=(); failed=0; step "$@" >"$steps/$name.out" 2>&1
     printf '%s\n' "${rows[@]}" > "$steps/$name.row"; exit "$failed" ) &
   bg_pids[$name]=$!
 }
 step_wait() {
   local name=$1
+  [ "${TEST_SERIAL:-0}" = 1 ] && return
   wait "${bg_pids[$name]}" || failed=$((failed + 1))
   cat "$steps/$name.out"
   if [ -s "$steps/$name.row" ]; then rows+=("$(cat "$steps/$name.row")")
@@ -49,8 +51,8 @@ images() {  # the node image, the simulated packages, the prepared node image, t
   step sim-image sim/image/build.sh
   step packages sim/packages/build-all.sh
   # The trainer image archive the cluster scenario delivers to its nodes (reused while unchanged), built
-  # beside the driver layer: it mostly waits on PyPI and the disk, the driver layer on Ansible (CPU); one
-  # after the other they held the first scenario back by about 110 s (trainer-image 109 s, 2026-12-07).
+  # beside the driver layer: it mostly waits on PyPI and the disk, the driver layer on Ansible (CPU). On a
+  # fresh 2-core machine the first scenario then started 292 s into the run instead of 341 (2026-12-07).
   step_bg trainer-image payload/build-image.sh
   # Prepared node images (sim/image/layers.sh): scenarios that start after the driver stage use
   # localhost/ascendops-sim-node:driver instead of installing the driver again.
