@@ -358,6 +358,33 @@ def test_implementation_setting_is_validated_and_params_counted():
                                       "model.attn_implementation": "flash_attention_2"}).model, "cpu")
 
 
+def test_implementation_auto_keeps_a_resumed_checkpoint_s_and_builds_native_for_a_new_job(tmp_path):
+    """model.implementation auto (the default): a resumed checkpoint's own implementation (a DeepSpeed checkpoint
+    loads only into the model code that wrote it), native for a new job, transformers where native refuses the
+    model; a set value is kept as it is."""
+    import json
+
+    from ascendops_trainer.model import attention_name, build_hf_config, is_native, resolve_implementation
+
+    cfg = build_config({"model.preset": "debug"})
+    assert cfg.model.implementation == "auto"
+    assert resolve_implementation(cfg.model) == ("native", "a new job, and the trainer's own Llama 3 builds this model")
+    assert resolve_implementation(cfg.model, "transformers")[0] == "transformers"
+    assert resolve_implementation(cfg.model, "native")[0] == "native"
+    assert is_native(cfg.model) and type(build_model(cfg.model, build_hf_config(cfg.model), torch.float32)) is Llama
+    assert attention_name(cfg.model, build_hf_config(cfg.model), "cpu") == "native-sdpa"
+    for impl in ("native", "transformers"):  # set: kept, whatever a checkpoint says (plan_resume refuses a mismatch)
+        set_cfg = build_config({"model.preset": "debug", "model.implementation": impl})
+        assert resolve_implementation(set_cfg.model, "transformers" if impl == "native" else "native")[0] == impl
+    # a model the native code does not build (biases: not Llama 3) falls back to transformers, saying why
+    hf = dict(config_dict(cfg.model), model_type="llama", attention_bias=True)
+    (tmp_path / "config.json").write_text(json.dumps(hf))
+    biased = build_config({"model.hf_dir": str(tmp_path)})
+    impl, why = resolve_implementation(biased.model)
+    assert impl == "transformers" and "attention_bias" in why and not is_native(biased.model)
+    assert attention_name(biased.model, build_hf_config(biased.model), "cpu") == "sdpa"
+
+
 def test_backend_choice_per_device():
     assert Backend.choose("npu") == "npu" and Backend.choose("cpu") == "sdpa"
     assert Backend.choose("cuda") == "flex" and Backend.choose("cuda", "sdpa") == "sdpa"

@@ -51,6 +51,9 @@ def test_loss_falls_and_metrics_are_complete(straight_run):
     assert m[STEPS]["lr"] == pytest.approx(3e-4, rel=1e-3)
     assert list((straight_run / "tb").glob("events.out.tfevents.*")), "no TensorBoard events written"
     assert meta["run"]["world_size"] == 2 and meta["run"]["zero_stage"] == 3
+    # model.implementation auto on a new job: the trainer's own model, recorded as such (config and checkpoints)
+    assert meta["config"]["model"]["implementation"] == "native"
+    assert meta["run"]["attn_implementation"].startswith("native-")
     assert meta["run"]["rank_table_server"] == "127.0.0.1"  # the matching rank table was accepted
     assert meta["deepspeed"]["zero_optimization"]["stage"] == 3
     est = run["memory_estimate_bytes_per_device"]  # printed at start, per device
@@ -316,6 +319,20 @@ def test_tied_embeddings_train_count_once_and_export_without_lm_head(prepared, s
     before, after = load_file(str(hf / "model.safetensors")), load_file(str(run / "hf" / "model.safetensors"))
     assert "lm_head.weight" not in after and json.loads((run / "hf" / "config.json").read_text())["tie_word_embeddings"]
     assert not (before["model.embed_tokens.weight"] == after["model.embed_tokens.weight"]).all()  # it trained
+    if implementation == "transformers":
+        # model.implementation auto (the default) resumes this checkpoint with the model code that wrote it,
+        # as a job started before the setting existed keeps transformers' model across a payload upgrade
+        proc = subprocess.run(
+            [sys.executable, "-m", "ascendops_trainer", "train", "--hf-dir", str(hf), "--data", prepared["data"],
+             "--run-dir", str(run), "--steps", "4", "--zero-stage", "3", "--metrics.tensorboard", "false"],
+            env=subprocess_env(), capture_output=True, text=True, timeout=240)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+        assert ("model.implementation auto: transformers (the checkpoint this launch resumes was written by it)"
+                in proc.stdout + proc.stderr)
+        assert "resumed from step_00000003: step 3" in proc.stdout + proc.stderr
+        assert json.loads((run / "config.json").read_text())["config"]["model"]["implementation"] == "transformers"
+        state = json.loads((run / "checkpoints" / "step_00000004" / "trainer_state.json").read_text())
+        assert state["model_implementation"] == "transformers"
 
 
 def test_resume_with_another_world_size_is_refused_clearly(prepared, straight_run, tmp_path):

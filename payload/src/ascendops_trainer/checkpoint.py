@@ -657,12 +657,12 @@ class UniversalConversion:
 class CheckpointManager:
     """Collective save/load of a DeepSpeed engine plus the trainer's own state."""
 
-    def __init__(self, ckpt_dir: str, keep: int, shared_fs: bool, ctx, hf_config_dict: dict[str, Any]):
+    def __init__(self, ckpt_dir: str, keep: int, shared_fs: bool, ctx, hf_config_dict: dict[str, Any] | None = None):
         from .parallel import barrier
 
         self.dir = Path(ckpt_dir)
         self.keep, self.shared_fs, self.ctx = keep, shared_fs, ctx
-        self.hf_config_dict = hf_config_dict
+        self.hf_config_dict = hf_config_dict  # the model's config.json, saved with each checkpoint (set before save)
         # Who finalizes (fsync, rename, latest, prune): one process per filesystem.
         self.is_writer = ctx.is_main if shared_fs else ctx.launch.local_rank == 0
         if self.is_writer:
@@ -708,6 +708,12 @@ class CheckpointManager:
         if len(set(tags)) != 1:
             raise RuntimeError(f"nodes disagree on the checkpoint to resume from: {sorted(set(map(str, tags)))}")
         return tags[0]
+
+    def saved_implementation(self, tag: str) -> str:
+        """The model implementation a checkpoint was saved by (transformers where it does not say: the only one
+        before model.implementation)."""
+        state = json.loads((self.dir / tag / TRAINER_STATE).read_text())
+        return str(state.get("model_implementation") or "transformers")
 
     def saved_zero_stage(self, tag: str) -> int | None:
         """The ZeRO stage a checkpoint was saved with (None when it does not say)."""

@@ -44,8 +44,11 @@ class ModelConfig:
     num_layers: int | None = None  # override the preset's layer count (benchmarks: 8B shapes, fewer layers)
     vocab_size: int | None = None  # override the preset's vocabulary size (must cover the tokenizer)
     # transformers = transformers' LlamaForCausalLM; native = the trainer's own Llama 3 (llama.py: fused QKV and
-    # gate/up, document-masked attention on every device, the NPU fused ops without patching), same weights
-    implementation: str = "transformers"
+    # gate/up, document-masked attention on every device, the NPU fused ops without patching), same weights;
+    # auto = the implementation of the checkpoint this launch resumes (a DeepSpeed checkpoint loads only into the
+    # model code that wrote it; one from before this setting is transformers'), for a new job native where it
+    # builds the model (Llama 3: SiLU, no biases, RoPE default or llama3) and transformers otherwise
+    implementation: str = "auto"
     # auto = flash_attention_2 on NPU (transformers calls torch_npu's npu_fusion_attention; packed documents
     # are masked per document), sdpa elsewhere; or name one: sdpa | eager | flash_attention_2
     attn_implementation: str = "auto"

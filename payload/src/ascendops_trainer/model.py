@@ -119,6 +119,38 @@ def config_dict(mcfg: ModelConfig) -> dict[str, Any]:
     return d
 
 
+def native_refusal(mcfg: ModelConfig) -> str | None:
+    """Why the trainer's own model (llama.py) cannot build the model of `mcfg` (None: it can)."""
+    from .llama import LlamaArgs, rope_inv_freq
+
+    try:
+        args = LlamaArgs.from_hf(config_dict(mcfg))
+        rope_inv_freq(args.head_dim, args.rope)
+    except ConfigError as e:
+        return str(e)
+    return None
+
+
+def resolve_implementation(mcfg: ModelConfig, saved: str | None = None) -> tuple[str, str]:
+    """The model code a job runs, and why. model.implementation transformers or native: that one; auto: the
+    implementation of the checkpoint the launch resumes (`saved`: a DeepSpeed checkpoint loads only into the
+    model code that wrote it, so a job keeps its own across a payload upgrade), else native where it builds
+    the model, else transformers."""
+    if mcfg.implementation != "auto":
+        return mcfg.implementation, "set in the job's config"
+    if saved is not None:
+        return saved, "the checkpoint this launch resumes was written by it"
+    refusal = native_refusal(mcfg)
+    if refusal is None:
+        return "native", "a new job, and the trainer's own Llama 3 builds this model"
+    return "transformers", f"the trainer's own Llama 3 cannot build this model ({refusal})"
+
+
+def is_native(mcfg: ModelConfig) -> bool:
+    """Whether `mcfg` builds the trainer's own model (auto not resolved yet: as for a new job)."""
+    return resolve_implementation(mcfg)[0] == "native"
+
+
 def resolve_attn_implementation(requested: str, device_type: str = "cpu") -> str:
     """auto -> flash_attention_2 on NPU (transformers runs torch_npu's npu_fusion_attention), sdpa elsewhere.
     flash_attention_2 on CUDA needs the flash_attn package; on CPU it does not exist."""
@@ -149,7 +181,7 @@ def build_hf_config(mcfg: ModelConfig, device_type: str = "cpu"):
     """transformers.LlamaConfig for the model section of the run config (the native model reads it too;
     its attention backend is native_attention's, not the config's _attn_implementation)."""
     cfg = _llama_config_from_dict(config_dict(mcfg))
-    if mcfg.implementation == "native":
+    if is_native(mcfg):
         native_attention(mcfg.attn_implementation, device_type)  # refuse a backend that does not exist here
         cfg._attn_implementation = "sdpa"
     else:
@@ -159,14 +191,14 @@ def build_hf_config(mcfg: ModelConfig, device_type: str = "cpu"):
 
 def attention_name(mcfg: ModelConfig, hf_config, device_type: str) -> str:
     """The attention the built model runs (the run's description)."""
-    if mcfg.implementation == "native":
+    if is_native(mcfg):
         return "native-" + native_attention(mcfg.attn_implementation, device_type)
     return hf_config._attn_implementation
 
 
 def masks_documents(mcfg: ModelConfig, hf_config) -> bool:
     """Whether the model keeps attention inside each packed document when given position ids."""
-    return mcfg.implementation == "native" or hf_config._attn_implementation == "flash_attention_2"
+    return is_native(mcfg) or hf_config._attn_implementation == "flash_attention_2"
 
 
 def decoder_layers(model):
@@ -271,7 +303,8 @@ def build_native_model(mcfg: ModelConfig, hf_config, dtype, ds_config: dict[str,
 
 def build_model(mcfg: ModelConfig, hf_config, dtype, ds_config: dict[str, Any] | None = None, device=None,
                 kernels=None):
-    """Build the model of model.implementation: native (build_native_model), or LlamaForCausalLM:
+    """Build the model of model.implementation (resolve_implementation): native (build_native_model), or
+    LlamaForCausalLM:
     random init from a preset, or the weights of mcfg.hf_dir.
 
     With ZeRO stage 3 in ``ds_config`` the model is created inside deepspeed.zero.Init (through
@@ -283,7 +316,7 @@ def build_model(mcfg: ModelConfig, hf_config, dtype, ds_config: dict[str, Any] |
     global _HF_DS_CONFIG
     import contextlib
 
-    if mcfg.implementation == "native":
+    if is_native(mcfg):
         return build_native_model(mcfg, hf_config, dtype, ds_config, device, kernels)
 
     import torch

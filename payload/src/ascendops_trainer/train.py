@@ -178,14 +178,17 @@ class Runtime:
     planned: dict[str, Any] | None = None  # the settings that were auto before the plan filled them in
 
     @classmethod
-    def create(cls, cfg: JobConfig) -> Runtime:
+    def create(cls, cfg: JobConfig, resumed_implementation=None) -> Runtime:
+        """`resumed_implementation(ctx)`: collective, the model implementation of the checkpoint this launch
+        resumes (None: none), asked once the process group is up, for model.implementation auto (train passes
+        it; bench resumes nothing)."""
         from .parallel import apply_npu_env, launch_info
 
         npu_env = apply_npu_env()  # before torch is imported: torch autoloads torch_npu, which reads them
         from .engine import device_memory_bytes, plan_memory, resolve_precision
         from .kernels import npu_kernels
         from .metrics import flops_per_token_for, resolve_peak_tflops
-        from .model import build_hf_config
+        from .model import build_hf_config, resolve_implementation
         from .parallel import device_name, init_distributed
 
         setup_logging(launch_info().is_node_main)  # each node's journal shows steps, saves and resumes
@@ -194,6 +197,11 @@ class Runtime:
         ctx = init_distributed(cfg.parallel.device, cfg.parallel.dist_timeout_s)
         precision = resolve_precision(cfg.train.precision, ctx.device_type)
         ga = grad_accum_steps(cfg, ctx.world_size)
+        if cfg.model.implementation == "auto":  # fixed before anything reads it (model config, saves, status)
+            saved = resumed_implementation(ctx) if resumed_implementation is not None else None
+            cfg.model.implementation, why = resolve_implementation(cfg.model, saved)
+            if ctx.is_main:
+                log.info("model.implementation auto: %s (%s)", cfg.model.implementation, why)
         hf_config = build_hf_config(cfg.model, ctx.device_type)
         stage_auto = cfg.parallel.zero_stage == "auto"
         planned = _planned_settings(cfg)  # what the plan fills in (auto), restored for a replan
@@ -262,7 +270,8 @@ class Trainer:
         self.stop = stop or StopFlag().install()  # before the slow start-up: a SIGTERM then still ends cleanly
         if not cfg.data.path:
             raise ConfigError("data.path is required: the directory written by `ascendops-train prepare`")
-        self.rt = Runtime.create(cfg)
+        self.ckpt = None
+        self.rt = Runtime.create(cfg, self._resumed_implementation)
         self.ctx = self.rt.ctx
         self._setup_data()
         self._setup_checkpoints()
@@ -323,6 +332,22 @@ class Trainer:
         except ValueError as e:
             raise ConfigError(str(e)) from None
 
+    def _open_checkpoints(self, ctx) -> None:
+        """Collective: the checkpoint manager (its start-up clean-up of unfinished saves done) and the
+        checkpoint this launch resumes (self.resume_tag; None for a new job or checkpoint.resume false)."""
+        from . import checkpoint as ck
+
+        cfg = self.cfg
+        if self.ckpt is None:
+            self.ckpt = ck.CheckpointManager(cfg.checkpoint_dir, cfg.checkpoint.keep, cfg.checkpoint.shared_fs, ctx)
+            self.resume_tag = self.ckpt.resume_tag() if cfg.checkpoint.resume else None
+
+    def _resumed_implementation(self, ctx) -> str | None:
+        """Collective (Runtime.create, model.implementation auto): the model implementation of the checkpoint this
+        launch resumes, None when it resumes none."""
+        self._open_checkpoints(ctx)
+        return self.ckpt.saved_implementation(self.resume_tag) if self.resume_tag is not None else None
+
     def _setup_checkpoints(self) -> None:
         """The checkpoint manager and the checkpoint to resume from, refused early when incompatible (other
         ZeRO stage, other data, another world size that cannot be converted); converted to a universal
@@ -331,9 +356,8 @@ class Trainer:
 
         cfg = self.cfg
         self.hf_config_dict = self.rt.hf_config.to_dict()
-        self.ckpt = ck.CheckpointManager(cfg.checkpoint_dir, cfg.checkpoint.keep, cfg.checkpoint.shared_fs, self.ctx,
-                                         self.hf_config_dict)
-        self.resume_tag = self.ckpt.resume_tag() if cfg.checkpoint.resume else None
+        self._open_checkpoints(self.ctx)  # opened already where model.implementation was auto
+        self.ckpt.hf_config_dict = self.hf_config_dict
         self.resume_plan: ck.ResumePlan | None = None
         if self.resume_tag is not None:
             saved_stage = self.ckpt.saved_zero_stage(self.resume_tag)
