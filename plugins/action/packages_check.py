@@ -9,15 +9,13 @@ import os
 
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
-from ansible_collections.ascendops.cluster.plugins.filter.settings import setting_names
+from ansible_collections.ascendops.cluster.plugins.filter.packages import (
+    package_setting_names,
+    package_settings_ok,
+    package_settings_problem,
+)
 from ansible_collections.ascendops.cluster.plugins.module_utils import package_manifest as pm
 from ansible_collections.ascendops.cluster.plugins.module_utils.sha256_cache import Sha256Cache, default_cache_file
-
-# Each setting: the role's variable (after its prefix) and the collection-wide one it defaults to.
-_SETTINGS = {"package_source": ("package_source", "ascend_package_source"),
-             "package_dir": ("package_dir", "ascend_package_dir"),
-             "mirror_url": ("mirror_url", "ascend_mirror_url"),
-             "package_manifest": ("manifest_name", "ascend_package_manifest")}
 
 
 class ActionModule(ActionBase):
@@ -39,19 +37,21 @@ class ActionModule(ActionBase):
                "package_manifest": manifest}
         result.update(changed=False, sums={})
 
-        def names(show_default=True):
-            # Only on a refusal: naming the settings as the user wrote them reads the host's variables.
-            prefix = str(args.get("var_prefix") or "ascend")
-            defaults = dict(args.get("defaults") or {})
-            settings = {key: [f"{prefix}_{role}", wide] for key, (role, wide) in _SETTINGS.items()}
-            # [the caller's value, the collection-wide one]: a caller's value that differs was set somewhere.
-            values = {key: [own[key], str(defaults.get(key, own[key]) or "")] for key in _SETTINGS}
-            values["mirror_url"][1] = values["mirror_url"][1].rstrip("/")
-            host_vars = (task_vars.get("hostvars") or {}).get(host, {})
-            return setting_names(settings, host_vars, values, show_default)
+        # [the caller's value, the collection-wide one]: a caller's value that differs was set somewhere.
+        defaults = dict(args.get("defaults") or {})
+        values = {key: [own[key], str(defaults.get(key, own[key]) or "")] for key in own}
 
-        if not pm.settings_ok(source, mirror_url, manifest):
-            return self._fail(result, pm.settings_problem(host, source, mirror_url, names(), names(False)))
+        def host_vars():
+            # Only on a refusal: naming the settings as the user wrote them reads the host's variables.
+            return (task_vars.get("hostvars") or {}).get(host, {})
+
+        def names(show_default=True):
+            return package_setting_names(values, host_vars(), args.get("var_prefix"), show_default)
+
+        # The roles' settings checks refuse the same first (vars/main.yml __<role>_packages_problem), on the
+        # controller for every host at once in playbooks/validate.yml; this task checks a role run alone too.
+        if not package_settings_ok(values):
+            return self._fail(result, package_settings_problem(values, host_vars(), host, args.get("var_prefix")))
         if not boolean(args.get("read", True), strict=False):
             return result
         packages = args.get("packages")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.ascendops.cluster.plugins.filter.settings import setting_names
+from ansible_collections.ascendops.cluster.plugins.module_utils import package_manifest as pm
 from ansible_collections.ascendops.cluster.plugins.module_utils.package_manifest import sha256sums
 from ansible_collections.ascendops.cluster.plugins.module_utils.run_package import asks_eula, package_filename
 
@@ -68,9 +70,59 @@ def installer_asks_eula(version, kind):
     return asks_eula(str(kind), str(version or "")) is not False
 
 
+# Each package setting: the role's variable (after its prefix) and the collection-wide one it defaults to.
+PACKAGE_SETTINGS = {"package_source": ("package_source", "ascend_package_source"),
+                    "package_dir": ("package_dir", "ascend_package_dir"),
+                    "mirror_url": ("mirror_url", "ascend_mirror_url"),
+                    "package_manifest": ("manifest_name", "ascend_package_manifest")}
+
+
+def _package_values(values):
+    """{key: [the role's value, the collection-wide one]} as strings (a mirror URL without its trailing /)."""
+    values = dict(values or {})
+    unknown = sorted(set(values) - set(PACKAGE_SETTINGS))
+    if unknown:
+        raise ValueError(f"package settings: unknown keys {', '.join(unknown)} (known: {', '.join(PACKAGE_SETTINGS)})")
+    out = {}
+    for key in PACKAGE_SETTINGS:
+        pair = list(values.get(key) or ["", ""])
+        own = "" if pair[0] is None else str(pair[0])
+        wide = own if len(pair) < 2 or pair[1] is None else str(pair[1])
+        out[key] = [own.rstrip("/"), wide.rstrip("/")] if key == "mirror_url" else [own, wide]
+    return out
+
+
+def package_setting_names(values, host_vars, var_prefix="ascend", show_default=True):
+    """{key: the variable the user set} for a role's package settings (``var_prefix``: npu_driver, cann,
+    container_runtime; ascend for the collection-wide ones): the role's variable where the host sets it or its
+    value differs from the collection-wide one, else the collection-wide ``ascend_*`` one."""
+    prefix = str(var_prefix or "ascend")
+    settings = {key: [f"{prefix}_{role}", wide] for key, (role, wide) in PACKAGE_SETTINGS.items()}
+    return setting_names(settings, host_vars, _package_values(values), show_default)
+
+
+def package_settings_ok(values):
+    """Whether a role's package source settings can be used at all (no file read, no host variable read):
+    ``values`` {package_source, mirror_url, package_manifest: [the role's value, the collection-wide one]}."""
+    own = {key: pair[0] for key, pair in _package_values(values).items()}
+    return pm.settings_ok(own["package_source"], own["mirror_url"], own["package_manifest"])
+
+
+def package_settings_problem(values, host_vars, host, var_prefix="ascend"):
+    """The refusal of unusable package source settings ('' when they are usable), naming the settings as the
+    user wrote them (``host_vars``: hostvars[inventory_hostname]); the message packages_check gives."""
+    own = {key: pair[0] for key, pair in _package_values(values).items()}
+    if pm.settings_ok(own["package_source"], own["mirror_url"], own["package_manifest"]):
+        return ""
+    return pm.settings_problem(str(host), own["package_source"], own["mirror_url"],
+                               package_setting_names(values, host_vars, var_prefix),
+                               package_setting_names(values, host_vars, var_prefix, False))
+
+
 class FilterModule:
     """Package manifest filters."""
 
     def filters(self):
         return {"sha256sums": sha256sums, "cann_package_files": cann_package_files,
-                "driver_package_file": driver_package_file, "installer_asks_eula": installer_asks_eula}
+                "driver_package_file": driver_package_file, "installer_asks_eula": installer_asks_eula,
+                "package_settings_ok": package_settings_ok, "package_settings_problem": package_settings_problem}

@@ -73,3 +73,42 @@ def test_driver_package_file_is_the_name_npu_driver_installs_and_parses_back():
     assert "driver_package_file" in FilterModule().filters()
     with pytest.raises(ValueError, match="empty driver version"):
         driver_package_file(" ", "910b", "x86_64")
+
+
+# ------------------------------------------------------------------ package settings (the roles' settings checks)
+
+def _values(source="controller", mirror="", manifest="SHA256SUMS", own=None):
+    """The collection-wide values, with the role's own where `own` ({key: value}) sets one."""
+    wide = {"package_source": source, "package_dir": "/srv/ascend", "mirror_url": mirror, "package_manifest": manifest}
+    own = own or {}
+    return {key: [own.get(key, value), value] for key, value in wide.items()}
+
+
+def test_package_settings_ok_reads_the_role_s_own_values():
+    from ansible_collections.ascendops.cluster.plugins.filter.packages import package_settings_ok
+
+    assert package_settings_ok(_values())
+    assert package_settings_ok(_values("mirror", "https://mirror.example/ascend/"))
+    assert not package_settings_ok(_values("mirror"))
+    assert not package_settings_ok(_values(manifest=""))
+    assert not package_settings_ok(_values(own={"package_source": "http"}))
+    assert package_settings_ok(_values("mirror", own={"package_source": "controller"}))
+    with pytest.raises(ValueError, match="unknown keys package_src"):
+        package_settings_ok({"package_src": ["controller", "controller"]})
+
+
+def test_package_settings_problem_is_the_packages_check_message_naming_what_the_user_wrote():
+    from ansible_collections.ascendops.cluster.plugins.filter.packages import package_settings_problem
+
+    assert package_settings_problem(_values(), {}, "n1", "cann") == ""
+    # nothing set by the host: the collection-wide names, the default marked where a fix names it
+    assert package_settings_problem(_values("mirror"), {"ascend_package_source": "mirror"}, "n1", "npu_driver") == (
+        "n1: ascend_package_source is mirror but ascend_mirror_url (its default) is empty: set ascend_mirror_url to "
+        "the mirror's base URL (or ascend_package_source: controller).")
+    # the role's own variable, set on the host (or differing from the collection-wide one)
+    msg = package_settings_problem(_values(own={"package_source": "mirror"}), {"cann_package_source": "mirror"},
+                                   "n2", "cann")
+    assert msg.startswith("n2: cann_package_source is mirror but ascend_mirror_url (its default) is empty")
+    msg = package_settings_problem(_values(own={"package_manifest": ""}), {}, "n3", "container_runtime")
+    assert msg == "n3: container_runtime_manifest_name is empty: name the sha256sum manifest (SHA256SUMS)."
+    assert FilterModule().filters()["package_settings_problem"] is package_settings_problem
