@@ -111,9 +111,9 @@ def package_settings_ok(values):
 def package_settings_problem(values, host_vars, host, var_prefix="ascend"):
     """The refusal of unusable package source settings ('' when they are usable), naming the settings as the
     user wrote them (``host_vars``: hostvars[inventory_hostname]); the message packages_check gives."""
-    own = {key: pair[0] for key, pair in _package_values(values).items()}
-    if pm.settings_ok(own["package_source"], own["mirror_url"], own["package_manifest"]):
+    if package_settings_ok(values):
         return ""
+    own = {key: pair[0] for key, pair in _package_values(values).items()}
     return pm.settings_problem(str(host), own["package_source"], own["mirror_url"],
                                package_setting_names(values, host_vars, var_prefix),
                                package_setting_names(values, host_vars, var_prefix, False))

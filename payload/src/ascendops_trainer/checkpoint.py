@@ -425,6 +425,12 @@ class ResumePlan:
                 "universal": self.universal}
 
 
+def saved_implementation(state: dict[str, Any]) -> str:
+    """The model implementation a checkpoint's trainer state was saved by (transformers where it does not say:
+    the only one before model.implementation)."""
+    return str(state.get("model_implementation") or "transformers")
+
+
 def plan_resume(ckpt_dir: str | Path, tag: str, state: dict[str, Any], world_size: int, zero_stage: int,
                 mode: str = "auto", shared_fs: bool = True, implementation: str | None = None) -> ResumePlan:
     """Decide how to resume checkpoint `tag` (its trainer state `state`) with `world_size` ranks at ZeRO
@@ -443,7 +449,7 @@ def plan_resume(ckpt_dir: str | Path, tag: str, state: dict[str, Any], world_siz
     old_ws = int(state.get("world_size") or world_size)
     old_stage = int(state["zero_stage"]) if state.get("zero_stage") is not None else zero_stage
     hint = fresh_optimizer_hint(ckpt_dir, tag)
-    old_impl = str(state.get("model_implementation") or "transformers")
+    old_impl = saved_implementation(state)
     if implementation is not None and old_impl != implementation:
         raise ConfigError(
             f"checkpoint {path} was saved by model.implementation {old_impl}, this run uses {implementation}. "
@@ -710,10 +716,8 @@ class CheckpointManager:
         return tags[0]
 
     def saved_implementation(self, tag: str) -> str:
-        """The model implementation a checkpoint was saved by (transformers where it does not say: the only one
-        before model.implementation)."""
-        state = json.loads((self.dir / tag / TRAINER_STATE).read_text())
-        return str(state.get("model_implementation") or "transformers")
+        """The model implementation checkpoint `tag` was saved by (module function saved_implementation)."""
+        return saved_implementation(json.loads((self.dir / tag / TRAINER_STATE).read_text()))
 
     def saved_zero_stage(self, tag: str) -> int | None:
         """The ZeRO stage a checkpoint was saved with (None when it does not say)."""
