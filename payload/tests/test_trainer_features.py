@@ -330,13 +330,15 @@ def test_zero_stage_auto_and_hierarchical_partitioning():
 @pytest.mark.parametrize("preset", ["debug", "llama3-8b"])
 def test_memory_model_agrees_with_deepspeeds_estimators(preset):
     """Weights + gradients + optimizer state per device equal DeepSpeed's own ZeRO-2 and ZeRO-3 estimators
-    (no offload), with the parameter counts and the largest layer DeepSpeed reads off the model."""
+    (no offload), with the parameter counts and the largest layer DeepSpeed reads off the model; for ZeRO-3
+    the largest unit gathered at once, which is a whole decoder layer where that is larger (gather_per_layer:
+    the debug preset's layer outweighs its embedding, the 8B's embedding its layer)."""
     import torch
     from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs
     from deepspeed.runtime.zero.stage_1_and_2 import estimate_zero2_model_states_mem_needs
     from transformers import LlamaForCausalLM
 
-    from ascendops_trainer.memory import estimate_memory, largest_layer_params
+    from ascendops_trainer.memory import estimate_memory, gathered_unit_params, largest_layer_params, layer_params
 
     hf = build_hf_config(build_config({"model.preset": preset}).model)
     with torch.device("meta"):  # shapes only: the 8B needs no memory
@@ -344,10 +346,14 @@ def test_memory_model_agrees_with_deepspeeds_estimators(preset):
     total = sum(p.numel() for p in model.parameters())
     largest = max(sum(p.numel() for p in m.parameters(recurse=False)) for m in model.modules())  # as DeepSpeed
     assert (total, largest) == (param_counts(hf).total, largest_layer_params(hf))
+    layer = sum(p.numel() for p in model.model.layers[0].parameters())
+    assert layer == layer_params(hf)
+    unit = gathered_unit_params(hf)
+    assert unit == max(largest, layer) and (unit == layer) == (preset == "debug")
     for nodes, per_node in ((1, 8), (2, 8), (4, 8)):
         n = nodes * per_node
         _, ds2 = estimate_zero2_model_states_mem_needs(total, per_node, nodes, cpu_offload=False)
-        _, ds3, _ = estimate_zero3_model_states_mem_needs(total, largest, per_node, nodes, cpu_offload=False,
+        _, ds3, _ = estimate_zero3_model_states_mem_needs(total, unit, per_node, nodes, cpu_offload=False,
                                                           cpu_offload_params=False)
         ours2 = estimate_memory(hf, total, 2, n).model_states
         ours3 = estimate_memory(hf, total, 3, n).model_states

@@ -116,6 +116,21 @@ def _run_deepspeed(cfg: JobConfig, rt, batches, packed, tick: Callable[[], None]
     return out  # the engine goes out of scope here; bench() then frees device memory
 
 
+def restore_stock_linear() -> None:
+    """Put torch's own F.linear back where a ZeRO-3 engine of an earlier round left DeepSpeed's
+    (zero.Init's memory_efficient_linear replaces it process-wide and never undoes it; the next zero.Init
+    replaces it again): the PyTorch stack runs plain PyTorch."""
+    import torch
+
+    try:
+        from deepspeed.runtime.zero.partition_parameters import InsertPostInitMethodToModuleSubClasses as ins
+    except ImportError:
+        return
+    stock = getattr(ins, "linear_bk", None)
+    if stock is not None:
+        torch.nn.functional.linear = stock
+
+
 def _run_torch(cfg: JobConfig, rt, batches, packed, tick: Callable[[], None] = _no_tick) -> dict[str, Any]:
     import torch
 
@@ -128,6 +143,7 @@ def _run_torch(cfg: JobConfig, rt, batches, packed, tick: Callable[[], None] = _
     ctx, precision = rt.ctx, rt.precision
     seed_everything(cfg.train.seed)
     restore_stock_rope()
+    restore_stock_linear()
     model = build_model(cfg.model, rt.hf_config, torch.float32, None, device=ctx.device,
                         kernels=rt.kernels).to(ctx.device)
     model.train()

@@ -5,8 +5,10 @@ Adam moments, fp32 gradient accumulation), following DeepSpeed's own estimators
 (`estimate_zero2_model_states_mem_needs`, `estimate_zero3_model_states_mem_needs`, no offload; the
 tests compare them on the debug and Llama 3 8B shapes):
 
-- weights: bf16 copy. ZeRO 0-2: all of it, 2P. ZeRO-3: a partition 2P/N plus the largest layer
-  gathered (4 x its parameters, DeepSpeed's allowance for the gathered bf16 copy and its gradient).
+- weights: bf16 copy. ZeRO 0-2: all of it, 2P. ZeRO-3: a partition 2P/N plus the largest unit gathered
+  at once (4 x its parameters, DeepSpeed's allowance for the gathered bf16 copy and its gradient): the
+  trainer gathers a decoder layer whole (model.gather_per_layer), so the larger of a layer and the
+  largest single module (the embedding or the lm_head).
 - grads: ZeRO-2: 6P/N (bf16 gradients plus the fp32 partition they accumulate into); ZeRO-3: 4P/N
   (reduce-scattered straight into the fp32 partition); ZeRO 0-1: the full gradients (2P bf16, plus 4P
   fp32 with fp32 accumulation on ZeRO-1).
@@ -91,6 +93,12 @@ def layer_params(hf_config) -> int:
     return 2 * h * q + 2 * h * kv + 3 * h * ffn + 2 * h
 
 
+def gathered_unit_params(hf_config) -> int:
+    """Parameters ZeRO-3 gathers at once: a whole decoder layer (model.gather_per_layer) or the largest module
+    outside the layers (the embedding, the lm_head), whichever is larger."""
+    return max(largest_layer_params(hf_config), layer_params(hf_config))
+
+
 def activation_bytes(hf_config, seq_len: int, micro_batch: int, dtype_bytes: int, checkpointing: bool,
                      checkpoint_every: int = 1, loss_chunk_tokens: int = 0, selective: bool = False) -> int:
     """Peak activation memory of one micro-batch (forward kept for backward, plus the loss)."""
@@ -123,7 +131,7 @@ def estimate_memory(hf_config, n_params: int, stage: int, dp_size: int, precisio
     w = 2 if precision == "bf16" else 4
     fp32_accum = precision != "bf16" or grad_accum_dtype == "fp32"
     if stage == 3:
-        weights = w * p // n + 4 * largest_layer_params(hf_config)
+        weights = w * p // n + 4 * gathered_unit_params(hf_config)
         grads = 4 * p // n
     else:
         weights = w * p
