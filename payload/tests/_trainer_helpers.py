@@ -33,6 +33,40 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def one_rank_env() -> dict[str, str]:
+    """subprocess_env for a lone process that sets up a 1-rank process group itself (no torchrun)."""
+    return subprocess_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), RANK="0", WORLD_SIZE="1",
+                          LOCAL_RANK="0")
+
+
+def run_worker(worker: str | Path, nproc: int, timeout: int = 600) -> dict:
+    """Run a test worker script (worker_main) alone (nproc 1) or under torchrun; its ``RESULT`` json."""
+    import subprocess
+
+    cmd = [sys.executable, str(worker)] if nproc == 1 else [*torchrun_cmd([], nproc=nproc)[:-2], str(worker)]
+    proc = subprocess.run(cmd, env=subprocess_env(), capture_output=True, text=True, timeout=timeout, cwd=str(TESTS))
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):])
+
+
+def worker_main(produce) -> None:
+    """A test worker's main: CPU process group (torchrun's or a lone rank's), ``produce(ctx)``'s dict printed by
+    rank 0 as one ``RESULT <json>`` line (run_worker reads it)."""
+    import torch
+
+    from ascendops_trainer.parallel import init_distributed, shutdown
+
+    ctx = init_distributed("cpu", timeout_s=120)
+    try:
+        out = produce(ctx)
+        if ctx.rank == 0:
+            print("RESULT " + json.dumps(out), flush=True)
+        torch.distributed.barrier()  # no rank leaves while another still talks to it
+    finally:
+        shutdown()
+
+
 def torchrun_cmd(args: list[str], nproc: int = 2) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--node_rank", "0",
             "--nproc_per_node", str(nproc), "--master_addr", "127.0.0.1", "--master_port", str(free_port()),

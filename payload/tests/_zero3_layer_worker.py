@@ -12,7 +12,6 @@ Its own process (DeepSpeed keeps process-wide state); under torchrun for 2 ranks
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -53,37 +52,60 @@ def layers_of(model, implementation: str) -> list:
     return list(model.layers) if implementation == "native" else list(model.model.layers)
 
 
-def run(implementation: str, ctx) -> dict:
+def zero3_config(cfg, world_size: int) -> dict:
+    """The trainer's DeepSpeed config (fp32) with every parameter partitioned (persistence threshold 0)."""
+    from ascendops_trainer.engine import deepspeed_config
+
+    ds = deepspeed_config(cfg, world_size, "fp32", hpz=1)
+    ds["zero_optimization"]["stage3_param_persistence_threshold"] = 0
+    return ds
+
+
+def full_weights(module) -> dict[str, torch.Tensor]:
+    """Every parameter, gathered (ZeRO-3), as a copy."""
     import deepspeed
+
+    params = list(module.named_parameters())
+    with deepspeed.zero.GatheredParameters([p for _, p in params]):
+        return {n: p.detach().clone() for n, p in params}
+
+
+def train_steps(engine, steps, rank: int) -> list[float]:
+    """This rank's micro-batches of `steps` (data()) through the engine; the last loss of each step."""
+    from ascendops_trainer.train import causal_lm_loss
+
+    losses = []
+    for step in steps:
+        for tokens, packed in step[rank]:
+            loss = causal_lm_loss(engine, tokens, packed=packed)
+            engine.backward(loss)
+            engine.step()
+        losses.append(float(loss))
+    return losses
+
+
+def run(implementation: str, ctx) -> dict:
     from deepspeed.utils import z3_leaf_module
 
-    from ascendops_trainer.engine import build_engine, deepspeed_config, make_optimizer, make_scheduler
+    from ascendops_trainer.engine import build_engine, make_optimizer, make_scheduler
     from ascendops_trainer.model import build_hf_config, build_model
     from ascendops_trainer.train import causal_lm_loss
 
     cfg = job_config(ctx.world_size, implementation)
     hf = build_hf_config(cfg.model, "cpu")
-    ds = deepspeed_config(cfg, ctx.world_size, "fp32", hpz=1)
-    ds["zero_optimization"]["stage3_param_persistence_threshold"] = 0  # every parameter partitioned
+    ds = zero3_config(cfg, ctx.world_size)
     torch.manual_seed(0)
     model = build_model(cfg.model, hf, torch.float32, ds, device=torch.device("cpu"))
     units = [m for m in model.modules() if z3_leaf_module(m)]
     layers = layers_of(model, implementation)
-    params = list(model.named_parameters())
-    with deepspeed.zero.GatheredParameters([p for _, p in params]):
-        init = {n: p.detach().clone() for n, p in params}
+    init = full_weights(model)
     batches = data(ctx.world_size, hf.vocab_size, implementation == "native")
     engine = build_engine(model, cfg, ds, "cpu")
     losses, norms = [], []
     for step in batches:
-        for tokens, packed in step[ctx.rank]:
-            loss = causal_lm_loss(engine, tokens, packed=packed)
-            engine.backward(loss)
-            engine.step()
-        losses.append(float(loss))
+        losses += train_steps(engine, [step], ctx.rank)
         norms.append(float(engine.get_global_grad_norm()))  # before clipping, of the ranks' mean gradient
-    with deepspeed.zero.GatheredParameters([p for _, p in params]):
-        got = {n: p.detach().clone() for n, p in params}
+    got = full_weights(model)
     engine.destroy()
 
     ref = build_model(cfg.model, hf, torch.float32, None, device=torch.device("cpu"))
@@ -115,19 +137,11 @@ def run(implementation: str, ctx) -> dict:
     }
 
 
-def main() -> None:
-    from ascendops_trainer.parallel import init_distributed, shutdown
-
-    ctx = init_distributed("cpu", timeout_s=120)
-    try:
-        out = {"world_size": ctx.world_size,
-               "runs": {impl: run(impl, ctx) for impl in ("native", "transformers")}}
-        if ctx.rank == 0:
-            print("RESULT " + json.dumps(out), flush=True)
-        torch.distributed.barrier()  # no rank leaves while another still talks to it
-    finally:
-        shutdown()
+def results(ctx) -> dict:
+    return {"world_size": ctx.world_size, "runs": {impl: run(impl, ctx) for impl in ("native", "transformers")}}
 
 
 if __name__ == "__main__":
-    main()
+    from _trainer_helpers import worker_main
+
+    worker_main(results)

@@ -9,7 +9,6 @@ test must not leave a process group behind in the pytest process.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -192,33 +191,27 @@ def compare(got: dict[str, torch.Tensor], ref: dict[str, torch.Tensor], init: di
             for n in ref}
 
 
-def main() -> None:
-    from ascendops_trainer.parallel import init_distributed, shutdown
+def results(ctx) -> dict:
+    cfg = job_config(ctx.world_size)
+    data = batches(ctx.world_size)
+    ref = reference(cfg, data)
+    init = {n: p.detach().clone() for n, p in tiny_model().named_parameters()}
+    out: dict = {"world_size": ctx.world_size, "groups": {}, "plain": {}, "zero": {}, "optimizer": {}}
+    from ascendops_trainer.engine import param_groups
 
-    ctx = init_distributed("cpu", timeout_s=120)
-    try:
-        cfg = job_config(ctx.world_size)
-        data = batches(ctx.world_size)
-        ref = reference(cfg, data)
-        init = {n: p.detach().clone() for n, p in tiny_model().named_parameters()}
-        out: dict = {"world_size": ctx.world_size, "groups": {}, "plain": {}, "zero": {}, "optimizer": {}}
-        from ascendops_trainer.engine import param_groups
-
-        model = tiny_model()
-        names = {id(p): n for n, p in model.named_parameters()}
-        out["groups"] = [[names[id(p)] for p in g["params"]] for g in param_groups(model, 0.1)]
-        for case, factory in CASES.items():
-            out["optimizer"][case] = {"type": type(factory(tiny_model(), cfg)).__name__,
-                                      "foreach": factory(tiny_model(), cfg).defaults.get("foreach")}
-            out["plain"][case] = compare(plain_loop(cfg, data, factory), ref, init)
-            out["zero"][case] = {str(s): compare(under_zero(cfg, data, s, ctx.rank, factory), ref, init)
-                                 for s in STAGES}
-        if ctx.rank == 0:
-            print("RESULT " + json.dumps(out), flush=True)
-        torch.distributed.barrier()  # no rank leaves while another still talks to it
-    finally:
-        shutdown()
+    model = tiny_model()
+    names = {id(p): n for n, p in model.named_parameters()}
+    out["groups"] = [[names[id(p)] for p in g["params"]] for g in param_groups(model, 0.1)]
+    for case, factory in CASES.items():
+        out["optimizer"][case] = {"type": type(factory(tiny_model(), cfg)).__name__,
+                                  "foreach": factory(tiny_model(), cfg).defaults.get("foreach")}
+        out["plain"][case] = compare(plain_loop(cfg, data, factory), ref, init)
+        out["zero"][case] = {str(s): compare(under_zero(cfg, data, s, ctx.rank, factory), ref, init)
+                             for s in STAGES}
+    return out
 
 
 if __name__ == "__main__":
-    main()
+    from _trainer_helpers import worker_main
+
+    worker_main(results)

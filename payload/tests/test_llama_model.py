@@ -438,11 +438,9 @@ def test_zero3_engine_computes_with_the_weights_it_holds(tmp_path):
     import subprocess
     import sys
 
-    from _trainer_helpers import free_port, subprocess_env
+    from _trainer_helpers import one_rank_env
 
-    env = subprocess_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), RANK="0", WORLD_SIZE="1",
-                         LOCAL_RANK="0")
-    proc = subprocess.run([sys.executable, "-c", ZERO3_SCRIPT], env=env, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", ZERO3_SCRIPT], env=one_rank_env(), capture_output=True, text=True,
                           timeout=300, cwd=tmp_path)
     assert proc.returncode == 0 and "ZERO3 OK" in proc.stdout, (proc.stdout + proc.stderr)[-4000:]
 

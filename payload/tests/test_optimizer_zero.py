@@ -5,12 +5,8 @@ The runs are _zero_optim_worker.py, in processes of their own."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
-from _trainer_helpers import TESTS, subprocess_env, torchrun_cmd
+from _trainer_helpers import TESTS, run_worker
 
 WORKER = str(TESTS / "_zero_optim_worker.py")
 STAGES = ("1", "2", "3")
@@ -20,14 +16,7 @@ TOL = 1e-6  # fp32: the same elementwise update; FusedAdam's kernel rounds a few
 
 @pytest.fixture(scope="module", params=[1, 2], ids=["1proc", "2proc"])
 def runs(request) -> dict:
-    if request.param == 1:
-        cmd = [sys.executable, WORKER]
-    else:  # torchrun's arguments, our worker script in place of the trainer module
-        cmd = [*torchrun_cmd([], nproc=2)[:-2], WORKER]
-    proc = subprocess.run(cmd, env=subprocess_env(), capture_output=True, text=True, timeout=300, cwd=str(TESTS))
-    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
-    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
-    res = json.loads(line[len("RESULT "):])
+    res = run_worker(WORKER, request.param, timeout=300)
     assert res["world_size"] == request.param
     return res
 

@@ -5,12 +5,11 @@ are _zero3_layer_worker.py, in processes of their own."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import pytest
-from _trainer_helpers import TESTS, subprocess_env, torchrun_cmd
+from _trainer_helpers import TESTS, one_rank_env, run_worker
 
 WORKER = str(TESTS / "_zero3_layer_worker.py")
 # fp32, the same arithmetic summed in another order across ranks and buckets. Adam divides by the root of the
@@ -24,11 +23,7 @@ NORM_RTOL = 1e-5
 
 @pytest.fixture(scope="module")
 def result() -> dict:
-    cmd = [*torchrun_cmd([], nproc=2)[:-2], WORKER]  # torchrun's arguments, our worker in place of the trainer
-    proc = subprocess.run(cmd, env=subprocess_env(), capture_output=True, text=True, timeout=600, cwd=str(TESTS))
-    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
-    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
-    res = json.loads(line[len("RESULT "):])
+    res = run_worker(WORKER, 2)
     assert res["world_size"] == 2
     return res
 
@@ -73,10 +68,7 @@ print("RESTORED", torch.nn.functional.linear is stock)
 def test_bench_torch_stack_gets_torch_s_linear_back(tmp_path):
     """A ZeRO-3 model leaves DeepSpeed's F.linear in place process-wide; the bench's PyTorch stack (a later
     round in the same process) puts torch's own back."""
-    from _trainer_helpers import free_port
-
-    env = subprocess_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), RANK="0", WORLD_SIZE="1",
-                         LOCAL_RANK="0")
+    env = one_rank_env()
     proc = subprocess.run([sys.executable, "-c", RESTORE_SCRIPT], env=env, capture_output=True, text=True,
                           timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -86,18 +78,15 @@ def test_bench_torch_stack_gets_torch_s_linear_back(tmp_path):
 RESUME_SCRIPT = r"""
 import sys, torch, torch.distributed as dist
 dist.init_process_group("gloo")
-import deepspeed
 import ascendops_trainer.model as model_module
-from ascendops_trainer.engine import build_engine, deepspeed_config
+from ascendops_trainer.engine import build_engine
 from ascendops_trainer.model import build_hf_config, build_model
-from ascendops_trainer.train import causal_lm_loss
 sys.path.insert(0, sys.argv[2])
-from _zero3_layer_worker import data, job_config
+from _zero3_layer_worker import data, full_weights, job_config, train_steps, zero3_config
 
 cfg = job_config(1, "native")
 hf = build_hf_config(cfg.model, "cpu")
-ds = deepspeed_config(cfg, 1, "fp32", hpz=1)
-ds["zero_optimization"]["stage3_param_persistence_threshold"] = 0
+ds = zero3_config(cfg, 1)
 batches = data(1, hf.vocab_size, True)
 
 def engine(per_layer):
@@ -110,27 +99,16 @@ def engine(per_layer):
     finally:
         model_module.gather_per_layer = saved
 
-def train(e, steps):
-    for step in steps:
-        for tokens, packed in step[0]:
-            e.backward(causal_lm_loss(e, tokens, packed=packed))
-            e.step()
-
-def weights(e):
-    params = list(e.module.named_parameters())
-    with deepspeed.zero.GatheredParameters([p for _, p in params]):
-        return {n: p.detach().clone() for n, p in params}
-
 before = engine(False)
-train(before, batches[:2])
+train_steps(before, batches[:2], 0)
 before.save_checkpoint(sys.argv[1], tag="step2")
-train(before, batches[2:])
-want = weights(before)
+train_steps(before, batches[2:], 0)
+want = full_weights(before.module)
 before.destroy()
 after = engine(True)
 after.load_checkpoint(sys.argv[1], tag="step2")
-train(after, batches[2:])
-got = weights(after)
+train_steps(after, batches[2:], 0)
+got = full_weights(after.module)
 print("MAXDIFF", max((got[n] - want[n]).abs().max().item() for n in want), len(want))
 """
 
@@ -138,10 +116,7 @@ print("MAXDIFF", max((got[n] - want[n]).abs().max().item() for n in want), len(w
 def test_checkpoint_of_per_module_zero3_resumes_per_layer(tmp_path):
     """A ZeRO-3 checkpoint written before per-layer gathering (DeepSpeed's hooks on every module) resumes
     with it and goes on as the old run did: the partitions and the optimizer's flat groups are the same."""
-    from _trainer_helpers import free_port
-
-    env = subprocess_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), RANK="0", WORLD_SIZE="1",
-                         LOCAL_RANK="0")
+    env = one_rank_env()
     proc = subprocess.run([sys.executable, "-c", RESUME_SCRIPT, str(tmp_path / "ckpt"), str(TESTS)], env=env,
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
